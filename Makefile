@@ -1,0 +1,32 @@
+# Two commands: `make test` (set up + the whole suite) and `make run` (set up + the engine).
+# Both do all of their own set-up on a fresh machine: virtualenv, Python packages, and the
+# Debian engines used as opponents and referees (gnugo, stockfish, fairy-stockfish).
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.klent-installed
+
+.PHONY: setup engines test run clean
+
+setup: $(STAMP)
+
+# torch is pinned to the CPU build first: the `train` extra alone would pull a CUDA build.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[server,train,dev]'
+	touch $(STAMP)
+
+engines:
+	bash scripts/install-engines.sh
+
+test: setup engines
+	$(PY) -m pytest -q
+
+run: setup
+	$(VENV)/bin/klent run
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

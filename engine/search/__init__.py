@@ -1,0 +1,1 @@
+"""Move selection: reactive (one network call) and Gumbel MCTS."""

@@ -1,0 +1,3 @@
+"""klent: a KLENT-trained board-game engine server (command line entry point)."""
+
+__version__ = "0.1.0"

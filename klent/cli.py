@@ -1,0 +1,67 @@
+"""`klent` command line: one subcommand per job, each in its own module under klent/commands.
+
+Subcommand modules are imported only when chosen, so `klent gtp` starts without importing
+torch or fastapi.  Each module defines ``add_arguments(parser)`` and ``run(args) -> int``.
+User mistakes (`CommandError`, bad files, bad values) print one line on stderr and exit 2;
+they never print a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from klent import __version__
+
+# name -> (module, one-line help).  Order is the order `klent --help` lists them in.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "export": ("klent.commands.export", "convert a training checkpoint to an ONNX model"),
+    "train": ("klent.commands.train", "train a network by KLENT (or a baseline) self-play"),
+    "plot": ("klent.commands.plot", "plot learning curves of one or more training runs"),
+    "bench": ("klent.commands.bench", "measure rules, network and search speed"),
+}
+
+
+class CommandError(Exception):
+    """A user mistake: printed as one line, exit status 2."""
+
+
+def _top_level_help() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [f"usage: klent <command> [options]   (klent {__version__})", "", "commands:"]
+    lines += [f"  {name:<{width}}  {text}" for name, (_, text) in COMMANDS.items()]
+    lines += ["", "`klent <command> --help` describes a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `klent` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_top_level_help())
+        return 0
+    if argv[0] in ("-V", "--version"):
+        print(f"klent {__version__}")
+        return 0
+    name = argv[0]
+    if name not in COMMANDS:
+        print(f"klent: unknown command {name!r} (see `klent --help`)", file=sys.stderr)
+        return 2
+    module_name, text = COMMANDS[name]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"klent {name}", description=text)
+    module.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    try:
+        return int(module.run(args) or 0)
+    except (CommandError, FileNotFoundError, ValueError) as error:
+        print(f"klent {name}: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"klent {name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""PyTorch side: networks, KLENT self-play and training, export to ONNX."""
