@@ -1,0 +1,1 @@
+"""Reproducible speed measurements; `klent bench <name>` runs `benchmarks.<name>.main`."""

@@ -1,0 +1,27 @@
+"""`klent bench <name> [options]`: run one benchmark of benchmarks/ and print its figures."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from klent.cli import CommandError
+
+BENCHMARKS = {
+    "rules": "play + legal_mask + encode per position (Go 9x9/19x19, chess)",
+    "search": "ONNX Runtime positions/s vs Gumbel search simulations/s",
+    "training": "self-play + training throughput vs the network-only bound",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", choices=sorted(BENCHMARKS), help="; ".join(f"{k}: {v}" for k, v in BENCHMARKS.items()))
+    parser.add_argument("options", nargs=argparse.REMAINDER, help="passed to the benchmark (see `klent bench NAME --help`)")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        module = importlib.import_module(f"benchmarks.{args.name}")
+    except ModuleNotFoundError as error:
+        raise CommandError(f"benchmark {args.name!r} is not available: {error}") from None
+    return int(module.main(args.options))
