@@ -1,0 +1,322 @@
+"""Compiled inner loops of the Go rules (numba), on flat boards.
+
+A board is ``int8[size * size]`` with +1 for Black, -1 for White and 0 for empty; point
+``p = row * size + col``.  Neighbours come from a precomputed ``int32[n, 4]`` table (-1 off
+the board), so the kernels work for every board size without padding.  Positions are hashed
+with Zobrist keys (``int64[2, n]``, index 0 Black, 1 White, all below 2**63 so hashes stay
+plain non-negative int64): the hash of a position after a move is the parent's hash XOR the
+new stone XOR the captured stones, which is how the legal-move kernel tests positional
+superko for every candidate without building the candidate boards.  ``seen`` is the sorted
+array of the hashes of every position of the game so far, searched by bisection.
+
+Why numba: a legal-move mask needs a liberty count for every group and a capture/suicide/
+superko verdict for every empty point; in Python that is milliseconds per position, compiled
+it is microseconds, which is what search and self-play need.  ``cache=True`` keeps the
+compiled code on disk so only the first import on a machine pays for compilation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+OK = 0
+OCCUPIED = 1
+SUICIDE = 2
+SUPERKO = 3
+
+HISTORY = 8  # positions kept per state for the encoder (current first)
+
+
+def neighbour_table(size: int) -> np.ndarray:
+    """``int32[size * size, 4]``: the up to four neighbours of each point, -1 where off-board."""
+    table = np.full((size * size, 4), -1, dtype=np.int32)
+    for row in range(size):
+        for col in range(size):
+            p = row * size + col
+            for k, (dr, dc) in enumerate(((-1, 0), (1, 0), (0, -1), (0, 1))):
+                r, c = row + dr, col + dc
+                if 0 <= r < size and 0 <= c < size:
+                    table[p, k] = r * size + c
+    return table
+
+
+def zobrist_table(size: int) -> np.ndarray:
+    """``int64[2, size * size]`` keys in [1, 2**63), fixed per size so hashes are reproducible."""
+    rng = np.random.default_rng(0x5EED0000 + size)
+    return rng.integers(1, 2**63 - 1, size=(2, size * size), dtype=np.int64)
+
+
+@njit(cache=True)
+def _contains(sorted_keys: np.ndarray, key: int) -> bool:
+    lo, hi = 0, sorted_keys.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if sorted_keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < sorted_keys.shape[0] and sorted_keys[lo] == key
+
+
+@njit(cache=True)
+def board_hash(board: np.ndarray, zob: np.ndarray) -> int:
+    """Zobrist hash of a whole board (used once per set-up position)."""
+    h = 0
+    for p in range(board.shape[0]):
+        if board[p] == 1:
+            h ^= zob[0, p]
+        elif board[p] == -1:
+            h ^= zob[1, p]
+    return h
+
+
+@njit(cache=True)
+def play_stone(
+    hist: np.ndarray,
+    seen: np.ndarray,
+    h: int,
+    p: int,
+    color: int,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    new_hist: np.ndarray,
+    new_seen: np.ndarray,
+) -> tuple[int, int]:
+    """Play ``color`` at ``p`` on ``hist[0]``; returns ``(status, new hash)``.
+
+    On ``OK`` it fills ``new_hist`` (the new board first, then ``hist[:-1]``) and ``new_seen``
+    (``seen`` with the new hash inserted in order); on any other status the outputs are
+    garbage and must be dropped.
+    """
+    board = hist[0]
+    n = board.shape[0]
+    if board[p] != 0:
+        return OCCUPIED, h
+    new = new_hist[0]
+    new[:] = board
+    new[p] = color
+    own = 0 if color == 1 else 1
+    h2 = h ^ zob[own, p]
+    mark = np.zeros(n, np.bool_)
+    stack = np.empty(n, np.int32)
+    captured = False
+    for k in range(4):
+        q = nbr[p, k]
+        if q < 0 or new[q] != -color or mark[q]:
+            continue
+        # Flood the whole enemy group (no early exit: its stones must all be marked, or a
+        # second neighbour of p in the same group would be re-flooded from a partial marking).
+        mark[q] = True
+        stack[0] = q
+        size = 1
+        i = 0
+        free = False
+        while i < size:
+            s = stack[i]
+            i += 1
+            for kk in range(4):
+                r = nbr[s, kk]
+                if r < 0:
+                    continue
+                v = new[r]
+                if v == 0:
+                    free = True
+                elif v == -color and not mark[r]:
+                    mark[r] = True
+                    stack[size] = r
+                    size += 1
+        if not free:
+            captured = True
+            for j in range(size):
+                new[stack[j]] = 0
+                h2 ^= zob[1 - own, stack[j]]
+    if not captured:
+        # Without captures the new stone's group needs a liberty of its own.
+        mark[:] = False
+        mark[p] = True
+        stack[0] = p
+        size = 1
+        i = 0
+        free = False
+        while i < size and not free:
+            s = stack[i]
+            i += 1
+            for kk in range(4):
+                r = nbr[s, kk]
+                if r < 0:
+                    continue
+                v = new[r]
+                if v == 0:
+                    free = True
+                    break
+                if v == color and not mark[r]:
+                    mark[r] = True
+                    stack[size] = r
+                    size += 1
+        if not free:
+            return SUICIDE, h
+    if _contains(seen, h2):
+        return SUPERKO, h
+    for t in range(1, hist.shape[0]):
+        new_hist[t] = hist[t - 1]
+    m = seen.shape[0]
+    j = 0
+    while j < m and seen[j] < h2:
+        new_seen[j] = seen[j]
+        j += 1
+    new_seen[j] = h2
+    new_seen[j + 1 :] = seen[j:]
+    return OK, h2
+
+
+@njit(cache=True)
+def legal_points(
+    board: np.ndarray, color: int, h: int, seen: np.ndarray, nbr: np.ndarray, zob: np.ndarray, out: np.ndarray
+) -> None:
+    """Fill ``out[:n]`` with the legality of ``color`` playing each point, ``out[n]`` (pass) True.
+
+    One pass labels the groups with their distinct-liberty counts and Zobrist hashes; then a
+    point is legal when it is empty, the new stone keeps or gains a liberty (an empty
+    neighbour, a friendly group with another liberty, or a capture of an enemy group in
+    atari), and the resulting position's hash is not among ``seen``.
+    """
+    n = board.shape[0]
+    label = np.full(n, -1, np.int32)
+    libs = np.empty(n, np.int32)
+    ghash = np.empty(n, np.int64)
+    libmark = np.full(n, -1, np.int32)
+    stack = np.empty(n, np.int32)
+    groups = 0
+    for p in range(n):
+        v = board[p]
+        if v == 0 or label[p] >= 0:
+            continue
+        g = groups
+        groups += 1
+        key = 0 if v == 1 else 1
+        label[p] = g
+        stack[0] = p
+        size = 1
+        i = 0
+        gh = 0
+        lib = 0
+        while i < size:
+            s = stack[i]
+            i += 1
+            gh ^= zob[key, s]
+            for k in range(4):
+                r = nbr[s, k]
+                if r < 0:
+                    continue
+                w = board[r]
+                if w == 0:
+                    if libmark[r] != g:
+                        libmark[r] = g
+                        lib += 1
+                elif w == v and label[r] < 0:
+                    label[r] = g
+                    stack[size] = r
+                    size += 1
+        libs[g] = lib
+        ghash[g] = gh
+    own = 0 if color == 1 else 1
+    for p in range(n):
+        if board[p] != 0:
+            out[p] = False
+            continue
+        alive = False
+        hp = h ^ zob[own, p]
+        c0 = -1
+        c1 = -1
+        c2 = -1
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                continue
+            w = board[q]
+            if w == 0:
+                alive = True
+                continue
+            g = label[q]
+            if w == color:
+                if libs[g] > 1:
+                    alive = True
+            elif libs[g] == 1 and g != c0 and g != c1 and g != c2:
+                alive = True
+                hp ^= ghash[g]
+                c2 = c1
+                c1 = c0
+                c0 = g
+        out[p] = alive and not _contains(seen, hp)
+    out[n] = True  # pass
+
+
+@njit(cache=True)
+def area(board: np.ndarray, nbr: np.ndarray, owner: np.ndarray) -> tuple[int, int]:
+    """Tromp-Taylor area: fills ``owner`` (+1/-1/0 per point), returns (Black, White) area.
+
+    A point counts for a colour if it holds a stone of that colour or is empty and reaches
+    only that colour through empty points.
+    """
+    n = board.shape[0]
+    owner[:] = board
+    done = np.zeros(n, np.bool_)
+    stack = np.empty(n, np.int32)
+    for p in range(n):
+        if board[p] != 0 or done[p]:
+            continue
+        done[p] = True
+        stack[0] = p
+        size = 1
+        i = 0
+        reach_black = False
+        reach_white = False
+        while i < size:
+            s = stack[i]
+            i += 1
+            for k in range(4):
+                r = nbr[s, k]
+                if r < 0:
+                    continue
+                w = board[r]
+                if w == 1:
+                    reach_black = True
+                elif w == -1:
+                    reach_white = True
+                elif not done[r]:
+                    done[r] = True
+                    stack[size] = r
+                    size += 1
+        value = 0
+        if reach_black and not reach_white:
+            value = 1
+        elif reach_white and not reach_black:
+            value = -1
+        for j in range(size):
+            owner[stack[j]] = value
+    black = 0
+    white = 0
+    for p in range(n):
+        if owner[p] == 1:
+            black += 1
+        elif owner[p] == -1:
+            white += 1
+    return black, white
+
+
+@njit(cache=True)
+def encode_planes(hist: np.ndarray, color: int, out: np.ndarray) -> None:
+    """AlphaGo Zero planes of one position: ``hist`` int8[8, n], ``color`` +1/-1 to move.
+
+    ``out`` float32[17, size, size]: planes 0-7 the mover's stones in the last 8 positions
+    (current first), 8-15 the opponent's, 16 all ones when Black is to move.
+    """
+    size = out.shape[1]
+    for t in range(HISTORY):
+        for row in range(size):
+            for col in range(size):
+                v = hist[t, row * size + col]
+                out[t, row, col] = 1.0 if v == color else 0.0
+                out[HISTORY + t, row, col] = 1.0 if v == -color else 0.0
+    out[2 * HISTORY] = 1.0 if color == 1 else 0.0

@@ -1,0 +1,361 @@
+"""Gumbel MCTS (Danihelka et al. 2022) over many roots at once, with batched leaf evaluation.
+
+One call searches every root state it is given.  Each loop iteration runs a wave of descents
+from every root (`engine.search.simulate.select_wave`), plays the leaf moves, evaluates all new
+leaves of all roots in as few `Evaluator.evaluate` calls as ``max_batch`` allows, creates their
+nodes and backs their values up.  The pieces:
+
+- root: Gumbel-Top-k + Sequential Halving as a visit schedule (`seq_halving`), m = min(n,
+  max_considered, legal actions), one Gumbel draw per root per search;
+- interior: the deterministic full-Gumbel rule (`action_selection`), on completed Q-values
+  with v_mix, min-max rescaling and sigma (`qtransforms`);
+- tree: flat arrays per search (`tree`), reusable across moves through `SearchTree`.
+
+A root's result depends only on its own state, tree, Gumbel draw and the evaluator, never on
+the other roots of the call: searching 64 roots together gives the same moves as searching them
+one by one with the same generators (up to the evaluator's own batch-size rounding).
+
+Budgets: ``limits.simulations`` is n per root.  With only ``limits.time``, the search first
+runs the round that visits each considered action once (it is the same for every n), measures
+it, and plans n from the time left (90% of it, at most `MAX_PLANNED_SIMULATIONS`).  The time
+budget and the stop flag are checked before every network batch.  When stopped early the
+result is built from what was backed up: the action is the best g + logits + sigma(completed Q)
+among the actions most visited so far (with no simulation at all, that is the Gumbel-Top-1
+action, i.e. the policy's argmax when the Gumbel scale is 0); the root position itself is
+always evaluated first, even when the stop flag is already set.
+
+Importing this module runs a tiny search (`warm_up`) so that loading the compiled kernels is
+not charged to the first real search's time budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import overload
+
+import numpy as np
+
+from engine.games.base import Game, State
+from engine.games.countup import CountUpGame
+from engine.network import Evaluation, Evaluator, apply_legal_mask, softmax, state_values
+from engine.search.action_selection import final_action
+from engine.search.limits import Clock, SearchLimits
+from engine.search.qtransforms import completed_q, improved_policy, sigma_q
+from engine.search.result import SearchResult
+from engine.search.seq_halving import considered_visits, num_considered
+from engine.search.simulate import backup_all, children_q, release_all, select_wave
+from engine.search.tree import Forest, SearchTree
+
+MAX_PLANNED_SIMULATIONS = 1_000_000
+INITIAL_NODES = 1024  # nodes per root allocated before the search starts
+TIME_PLANNING_MARGIN = 0.9
+
+
+@dataclass(frozen=True)
+class GumbelConfig:
+    """Parameters of the search (the budget is in `SearchLimits`).
+
+    ``gumbel_scale`` multiplies the root Gumbel noise: 1 in self-play (sampling without
+    replacement), 0 or 1 at play time.  ``wave_size`` is the most descents per root before
+    their leaves are evaluated (larger batches, slightly staler statistics); ``max_batch`` caps
+    the states per evaluator call, which bounds how late a stop flag is noticed; the default of
+    64 is meant for a CPU, raise it on a GPU, where larger batches pay.
+    """
+
+    max_considered: int = 16
+    gumbel_scale: float = 1.0
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+    wave_size: int = 32
+    max_batch: int = 64
+
+    def __post_init__(self) -> None:
+        if self.max_considered < 1 or self.wave_size < 1 or self.max_batch < 1:
+            raise ValueError("max_considered, wave_size and max_batch must be >= 1")
+
+
+Rng = np.random.Generator | Sequence[np.random.Generator] | None
+Trees = SearchTree | None | Sequence[SearchTree | None]
+
+
+@overload
+def search(root_states: State, evaluator: Evaluator, limits: SearchLimits, *,
+           config: GumbelConfig = ..., rng: Rng = ..., trees: Trees = ...) -> SearchResult: ...
+
+
+@overload
+def search(root_states: Sequence[State], evaluator: Evaluator, limits: SearchLimits, *,
+           config: GumbelConfig = ..., rng: Rng = ..., trees: Trees = ...) -> list[SearchResult]: ...
+
+
+def search(
+    root_states: State | Sequence[State],
+    evaluator: Evaluator,
+    limits: SearchLimits,
+    *,
+    config: GumbelConfig = GumbelConfig(),
+    rng: Rng = None,
+    trees: Trees = None,
+) -> SearchResult | list[SearchResult]:
+    """Search one state (returns a `SearchResult`) or many (returns a list, in order).
+
+    ``rng``: one generator shared by the roots in order, one per root, or None for fresh
+    entropy; the search is deterministic given the generators (and the evaluator).  ``trees``:
+    per root, a `SearchTree` from an earlier result advanced to this root's position
+    (``result.tree.advance(moves_played)``), or None to start afresh; the tree keeps its
+    statistics and the Gumbel noise is drawn anew.  Terminal roots raise ValueError.
+    """
+    single = isinstance(root_states, State)
+    states = [root_states] if single else list(root_states)
+    tree_list = _per_root(trees, len(states), "trees")
+    rngs = _generators(rng, len(states))
+    if not states:
+        return []
+    results = _Search(states, evaluator, limits, config, rngs, tree_list).run()
+    return results[0] if single else results
+
+
+class _Search:
+    """The state of one `search` call."""
+
+    def __init__(
+        self,
+        states: list[State],
+        evaluator: Evaluator,
+        limits: SearchLimits,
+        config: GumbelConfig,
+        rngs: list[np.random.Generator],
+        trees: list[SearchTree | None],
+    ) -> None:
+        self.evaluator = evaluator
+        self.limits = limits
+        self.config = config
+        self.clock = Clock(limits)
+        self.num_actions = states[0].game.num_actions
+        self.forest = Forest()
+        self.roots = self._make_roots(states, trees)
+        forest = self.forest
+        # Room for the search, guessing each node has as many legal moves as its root; big or
+        # open-ended budgets grow the arrays as they go instead of allocating them up front.
+        planned = min(limits.simulations or INITIAL_NODES, INITIAL_NODES) + 1
+        forest.reserve(self.roots.size * planned, int(forest.num_edges[self.roots].sum()) * planned)
+        # Per-search root data, indexed by edge row (only root edges are read).
+        self.gumbel = np.zeros(forest.num_edges_used)
+        for root, generator in zip(self.roots.tolist(), rngs):
+            edges = forest.children(root)
+            noise = config.gumbel_scale * generator.gumbel(size=self.num_actions)
+            self.gumbel[edges] = noise[forest.action[edges]]
+        self.base_visits = forest.visits[: forest.num_edges_used].copy()
+        legal = forest.num_edges[self.roots]
+        self.considered = np.array([num_considered(limits.simulations, int(k), config.max_considered) for k in legal])
+        self.planning = limits.simulations is None
+        self.sims_total = self.considered.copy() if self.planning else np.full(len(states), limits.simulations)
+        self._schedule()
+        self.sims_done = np.zeros(len(states), dtype=np.int64)
+
+    def run(self) -> list[SearchResult]:
+        capacity = self.roots.size * self.config.wave_size
+        out_root = np.empty(capacity, dtype=np.int64)
+        out_node = np.empty(capacity, dtype=np.int32)
+        out_edge = np.empty(capacity, dtype=np.int32)
+        round_start = self.clock.elapsed()
+        while True:
+            if (self.sims_done >= self.sims_total).all():
+                if not self.planning:
+                    break
+                self._plan(self.clock.elapsed() - round_start)
+                continue
+            if self.clock.must_stop():
+                break
+            count = select_wave(
+                self.forest.arrays, self.roots, self.gumbel, self.base_visits, self.sims_done,
+                self.sims_total, self.targets, self.phase_start, self.schedule_offset,
+                self.config.wave_size, self.config.c_visit, self.config.c_scale,
+                out_root, out_node, out_edge,
+            )
+            if not self._expand(out_root[:count], out_node[:count], out_edge[:count]):
+                break
+        return [self._result(r) for r in range(self.roots.size)]
+
+    def _make_roots(self, states: list[State], trees: list[SearchTree | None]) -> np.ndarray:
+        roots = np.full(len(states), -1, dtype=np.int32)
+        fresh: list[int] = []
+        for i, (state, tree) in enumerate(zip(states, trees)):
+            if state.is_terminal:
+                raise ValueError("cannot search from a terminal position")
+            if tree is None:
+                fresh.append(i)
+                continue
+            _check_tree(tree, state)
+            roots[i] = self.forest.import_subtree(tree.forest, tree.node)
+        for chunk in _chunks(fresh, self.config.max_batch):
+            chunk_states = [states[i] for i in chunk]
+            logits, values = self._evaluate(chunk_states)
+            no_parent = np.full(len(chunk), -1, dtype=np.int32)
+            nodes = self.forest.add_expanded(chunk_states, no_parent, no_parent, logits, values)
+            backup_all(self.forest.arrays, nodes, values)
+            roots[chunk] = nodes
+        return roots
+
+    def _schedule(self) -> None:
+        """Concatenate every root's Sequential Halving schedule for the wave kernel."""
+        schedules = [considered_visits(int(m), int(n)) for m, n in zip(self.considered, self.sims_total)]
+        self.targets = np.concatenate([s[0] for s in schedules])
+        self.phase_start = np.concatenate([s[1] for s in schedules])
+        lengths = np.array([s[0].size for s in schedules], dtype=np.int64)
+        self.schedule_offset = np.cumsum(lengths) - lengths
+
+    def _plan(self, round_seconds: float) -> None:
+        """Time budget only: choose n from the cost of the first round (one visit per action).
+
+        Every schedule starts with that round, so it is the same whatever n turns out to be.
+        """
+        self.planning = False
+        per_simulation = round_seconds / max(1, int(self.considered.max()))
+        remaining = max(0.0, self.clock.remaining()) * TIME_PLANNING_MARGIN
+        extra = int(remaining / per_simulation) if per_simulation > 0 else MAX_PLANNED_SIMULATIONS
+        self.sims_total = np.minimum(self.considered + extra, MAX_PLANNED_SIMULATIONS)
+        self._schedule()
+
+    def _expand(self, leaf_root: np.ndarray, leaf_node: np.ndarray, leaf_edge: np.ndarray) -> bool:
+        """Play, evaluate, create and back up the leaves of one wave.
+
+        Returns False if the limits stopped the search before all leaves were evaluated (the
+        rest are released and not counted as simulations).
+        """
+        forest = self.forest
+        parents = forest.states
+        actions = forest.action[leaf_edge].tolist()
+        leaf_states = [parents[p].play(a) for p, a in zip(leaf_node.tolist(), actions)]
+        terminal = np.fromiter((s.is_terminal for s in leaf_states), dtype=np.bool_, count=len(leaf_states))
+        ended = np.flatnonzero(terminal)
+        if ended.size:
+            nodes = forest.add_terminal([leaf_states[i] for i in ended], leaf_node[ended], leaf_edge[ended])
+            backup_all(forest.arrays, nodes, np.zeros(ended.size))
+        pending = np.flatnonzero(~terminal)
+        for start in range(0, pending.size, self.config.max_batch):
+            if self.clock.must_stop():
+                rest = pending[start:]
+                release_all(forest.arrays, leaf_node[rest], leaf_edge[rest])
+                np.subtract.at(self.sims_done, leaf_root[rest], 1)
+                return False
+            chunk = pending[start : start + self.config.max_batch]
+            chunk_states = [leaf_states[i] for i in chunk]
+            logits, values = self._evaluate(chunk_states)
+            nodes = forest.add_expanded(chunk_states, leaf_node[chunk], leaf_edge[chunk], logits, values)
+            backup_all(forest.arrays, nodes, values)
+        return True
+
+    def _evaluate(self, states: list[State]) -> tuple[np.ndarray, np.ndarray]:
+        evaluation = self.evaluator.evaluate(states)
+        return evaluation.policy_logits, state_values(evaluation).astype(np.float64)
+
+    def _result(self, r: int) -> SearchResult:
+        forest = self.forest
+        root = int(self.roots[r])
+        edges = forest.children(root)
+        prior_logits = forest.prior[edges]
+        visits = forest.visits[edges]
+        raw_value = forest.raw_value[root]
+        c_visit, c_scale = self.config.c_visit, self.config.c_scale
+        q, cq, sigma, improved = (np.empty(visits.size) for _ in range(4))
+        children_q(forest.arrays, root, q)
+        completed_q(prior_logits, visits, q, raw_value, cq)
+        sigma_q(prior_logits, visits, q, raw_value, c_visit, c_scale, sigma)
+        improved_policy(prior_logits, visits, q, raw_value, c_visit, c_scale, improved)
+        counts = visits - self.base_visits[edges]
+        choice = final_action(self.gumbel[edges], prior_logits, sigma, counts)
+        actions = forest.action[edges]
+
+        def spread(values: np.ndarray, dtype: type) -> np.ndarray:
+            out = np.zeros(self.num_actions, dtype=dtype)
+            out[actions] = values
+            return out
+
+        action = int(actions[choice])
+        tree = SearchTree(forest, root)
+        return SearchResult(
+            action=action,
+            improved_policy=spread(improved, np.float32),
+            visits=spread(counts, np.int32),
+            q=spread(cq, np.float32),
+            value=float(forest.value_sum[root] / forest.node_visits[root]),
+            pv=tree.principal_variation(first=action),
+            simulations=int(self.sims_done[r]),
+            elapsed=self.clock.elapsed(),
+            prior=spread(softmax(prior_logits), np.float32),
+            tree=tree,
+        )
+
+
+def _per_root(value, count: int, name: str) -> list:
+    """A per-root list from one value for a single root or a sequence of ``count`` values."""
+    if value is None or isinstance(value, SearchTree):
+        if value is not None and count != 1:
+            raise ValueError(f"{name}: give one entry per root state")
+        return [value] * count
+    values = list(value)
+    if len(values) != count:
+        raise ValueError(f"{name}: {len(values)} entries for {count} root states")
+    return values
+
+
+def _generators(rng: Rng, count: int) -> list[np.random.Generator]:
+    if rng is None:
+        return [np.random.default_rng() for _ in range(count)]
+    if isinstance(rng, np.random.Generator):
+        return [rng] * count
+    return _per_root(rng, count, "rng")
+
+
+def _check_tree(tree: SearchTree, state: State) -> None:
+    """Refuse a tree whose root is not ``state`` (a tree not advanced by the moves played)."""
+    root = tree.root_state
+    if root is state:
+        return
+    game = state.game
+    same = (
+        root.game.name == game.name
+        and root.to_play == state.to_play
+        and root.move_number == state.move_number
+        and np.array_equal(game.encode(root), game.encode(state))
+    )
+    if not same:
+        raise ValueError("the search tree is rooted at another position; advance it by the moves played")
+
+
+def _chunks(items: list[int], size: int) -> list[list[int]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+class _UniformEvaluator:
+    """Uniform policy, zero values: enough to run every kernel once."""
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+
+    def evaluate(self, states: Sequence[State]) -> Evaluation:
+        masks = np.stack([s.legal_mask() for s in states])
+        zeros = np.zeros(masks.shape, dtype=np.float32)
+        return Evaluation(*apply_legal_mask(zeros, zeros, masks), None)
+
+
+def warm_up() -> None:
+    """Load the compiled kernels now rather than inside the first search's time budget.
+
+    Numba loads each cached kernel at its first call (about 0.4 s for all of them, more when
+    they must be compiled), which would otherwise be charged to the first move's clock.  Runs
+    once when this module is imported.
+    """
+    game = CountUpGame(target=5, max_step=3)
+    evaluator = _UniformEvaluator(game)
+    first = search(game.initial_state(), evaluator, SearchLimits(simulations=8), rng=np.random.default_rng(0))
+    assert first.tree is not None
+    again = search(first.tree.root_state, evaluator, SearchLimits(simulations=2), trees=first.tree)
+    assert again.tree is not None
+    nothing = np.empty(0, dtype=np.int32)
+    release_all(again.tree.forest.arrays, nothing, nothing)
+
+
+warm_up()

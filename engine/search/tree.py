@@ -1,0 +1,307 @@
+"""The search tree: flat numpy arrays of nodes and edges, shared by every root of one search.
+
+One `Forest` holds the trees of all the roots searched in one call.  Nodes and edges are rows
+of preallocated arrays that grow by doubling; a node's children are the contiguous edge rows
+``first_edge .. first_edge + num_edges``, one per *legal* action (so a chess node stores ~35
+edges, not 4672).  Numba kernels (`engine.search.simulate`) walk these arrays; Python only
+creates nodes, in batches, after each network evaluation.
+
+Per node: parent and parent edge, children range, visit count, sum of backed-up values,
+network value v_hat, terminal flag, side to move, and the `State` itself (to play children).
+Per edge: action, prior logit, child node (-1 until expanded), visit count N, pending visits
+of descents not yet backed up, reward r and discount gamma.  Edge value
+q(s, a) = r + gamma * V(child) with V(child) = value_sum / visits of the child, all values from
+the view of the player to move at that node; gamma = -1 when the turn passes to the opponent,
++1 when the same player moves again, 0 into a terminal node (whose r is the outcome for the
+mover and which is never expanded).
+
+`SearchTree` is the handle a search result carries for tree reuse: advancing it by the moves
+actually played gives the subtree to continue from, and the next search copies that subtree
+into its own forest with all its statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from engine.games.base import State
+from engine.network import MASKED_LOGIT
+
+
+class TreeArrays(NamedTuple):
+    """The forest's arrays as one argument for the numba kernels."""
+
+    parent: np.ndarray  # int32[nodes]; -1 for a root
+    parent_edge: np.ndarray  # int32[nodes]; -1 for a root
+    first_edge: np.ndarray  # int32[nodes]
+    num_edges: np.ndarray  # int32[nodes]
+    node_visits: np.ndarray  # int32[nodes]
+    value_sum: np.ndarray  # float64[nodes]
+    raw_value: np.ndarray  # float64[nodes]; network value v_hat (0 for terminal nodes)
+    terminal: np.ndarray  # bool[nodes]
+    action: np.ndarray  # int32[edges]
+    prior: np.ndarray  # float64[edges]; masked policy logit of the action
+    child: np.ndarray  # int32[edges]; -1 while not expanded
+    visits: np.ndarray  # int32[edges]
+    pending: np.ndarray  # int32[edges]; descents in flight through this edge
+    reward: np.ndarray  # float64[edges]
+    discount: np.ndarray  # float64[edges]
+    # Work space of the kernels: per-edge scratch for q and a per-node cache of sigma (at a
+    # root) or pi' (elsewhere), valid while the node's stamp equals epoch[0].  Real visits only
+    # change at backups, so the kernels bump the epoch after each backup instead of
+    # recomputing every node at every descent.
+    q_scratch: np.ndarray  # float64[edges]
+    cached: np.ndarray  # float64[edges]
+    stamp: np.ndarray  # int64[nodes]
+    epoch: np.ndarray  # int64[1]
+
+
+_NODE_FIELDS = ("parent", "parent_edge", "first_edge", "num_edges", "node_visits", "value_sum",
+                "raw_value", "terminal", "stamp", "to_play")
+_EDGE_FIELDS = ("action", "prior", "child", "visits", "pending", "reward", "discount", "q_scratch",
+                "cached")
+_DTYPES = {
+    "parent": np.int32, "parent_edge": np.int32, "first_edge": np.int32, "num_edges": np.int32,
+    "node_visits": np.int32, "value_sum": np.float64, "raw_value": np.float64,
+    "terminal": np.bool_, "action": np.int32, "prior": np.float64, "child": np.int32,
+    "visits": np.int32, "pending": np.int32, "reward": np.float64, "discount": np.float64,
+    "q_scratch": np.float64, "cached": np.float64, "stamp": np.int64, "to_play": np.int8,
+}
+
+
+# Legal actions of an evaluated state are those with a logit above this: the evaluator contract
+# masks the others with MASKED_LOGIT.  Reading legality back from the logits spares a second
+# (possibly slow) ``legal_mask`` call per expanded state.
+LEGAL_LOGIT_THRESHOLD = float(MASKED_LOGIT) / 2
+
+
+class Forest:
+    """Growable node and edge arrays plus the states of the nodes."""
+
+    def __init__(self, node_capacity: int = 256, edge_capacity: int = 4096) -> None:
+        self.num_nodes = 0
+        self.num_edges_used = 0
+        self.states: list[State] = []
+        self.epoch = np.zeros(1, dtype=np.int64)
+        for name in _NODE_FIELDS:
+            setattr(self, name, np.zeros(node_capacity, dtype=_DTYPES[name]))
+        for name in _EDGE_FIELDS:
+            setattr(self, name, np.zeros(edge_capacity, dtype=_DTYPES[name]))
+
+    @property
+    def arrays(self) -> TreeArrays:
+        return TreeArrays(*(getattr(self, name) for name in TreeArrays._fields))
+
+    def reserve(self, nodes: int, edges: int) -> None:
+        """Make room for ``nodes`` more nodes and ``edges`` more edges."""
+        if self.num_nodes + nodes > self.parent.size:
+            size = max(2 * self.parent.size, self.num_nodes + nodes)
+            for name in _NODE_FIELDS:
+                setattr(self, name, _grown(getattr(self, name), size))
+        if self.num_edges_used + edges > self.action.size:
+            size = max(2 * self.action.size, self.num_edges_used + edges)
+            for name in _EDGE_FIELDS:
+                setattr(self, name, _grown(getattr(self, name), size))
+
+    def add_expanded(
+        self,
+        states: Sequence[State],
+        parents: np.ndarray,
+        parent_edges: np.ndarray,
+        logits: np.ndarray,
+        values: np.ndarray,
+    ) -> np.ndarray:
+        """Create evaluated, non-terminal nodes (unvisited: the caller backs their values up).
+
+        ``logits`` float32[L, A] are the masked policy logits, ``values`` float[L] the network
+        values from each state's side to move.  A parent of -1 makes a root.  Returns the new
+        node indices.
+        """
+        nodes = self._new_nodes(states, parents, parent_edges)
+        self.reserve(0, int(np.count_nonzero(logits > LEGAL_LOGIT_THRESHOLD)))
+        self.num_edges_used = _fill_children(self.arrays, nodes, logits, self.num_edges_used, LEGAL_LOGIT_THRESHOLD)
+        self.raw_value[nodes] = values
+        linked = parents >= 0
+        same_player = self.to_play[nodes[linked]] == self.to_play[parents[linked]]
+        self._link(nodes[linked], parent_edges[linked], 0.0, np.where(same_player, 1.0, -1.0))
+        return nodes
+
+    def add_terminal(self, states: Sequence[State], parents: np.ndarray, parent_edges: np.ndarray) -> np.ndarray:
+        """Create terminal nodes: value 0, no children, q of the edge = outcome for the mover."""
+        nodes = self._new_nodes(states, parents, parent_edges)
+        self.first_edge[nodes] = self.num_edges_used
+        self.num_edges[nodes] = 0
+        self.raw_value[nodes] = 0.0
+        self.terminal[nodes] = True
+        movers = self.to_play[parents].tolist()
+        rewards = np.array([s.reward_for(p) for s, p in zip(states, movers)], dtype=np.float64)
+        self._link(nodes, parent_edges, rewards, 0.0)
+        return nodes
+
+    def import_subtree(self, source: Forest, root: int) -> int:
+        """Copy ``source``'s subtree under ``root`` (with its statistics) in as a new root."""
+        order = _subtree_nodes(source.first_edge, source.num_edges, source.child, root)
+        node_map = np.full(source.num_nodes, -1, dtype=np.int32)
+        node_map[order] = np.arange(self.num_nodes, self.num_nodes + order.size, dtype=np.int32)
+        counts = source.num_edges[order]
+        total = int(counts.sum())
+        offsets = np.cumsum(counts) - counts
+        edge_rows = np.repeat(source.first_edge[order] - offsets, counts) + np.arange(total)
+        edge_map = np.full(source.num_edges_used, -1, dtype=np.int32)
+        edge_map[edge_rows] = np.arange(self.num_edges_used, self.num_edges_used + total, dtype=np.int32)
+
+        self.reserve(order.size, total)
+        nodes = slice(self.num_nodes, self.num_nodes + order.size)
+        edges = slice(self.num_edges_used, self.num_edges_used + total)
+        for name in ("num_edges", "node_visits", "value_sum", "raw_value", "terminal", "to_play"):
+            getattr(self, name)[nodes] = getattr(source, name)[order]
+        self.first_edge[nodes] = self.num_edges_used + offsets
+        self.parent[nodes] = np.where(order == root, -1, node_map[source.parent[order]])
+        self.parent_edge[nodes] = np.where(order == root, -1, edge_map[source.parent_edge[order]])
+        for name in ("action", "prior", "visits", "reward", "discount"):
+            getattr(self, name)[edges] = getattr(source, name)[edge_rows]
+        children = source.child[edge_rows]
+        self.child[edges] = np.where(children >= 0, node_map[children], -1)
+        self.pending[edges] = 0
+        self.stamp[nodes] = -1
+        self.states.extend(source.states[i] for i in order.tolist())
+        self.num_nodes += order.size
+        self.num_edges_used += total
+        return int(node_map[root])
+
+    def children(self, node: int) -> slice:
+        """Edge rows of ``node``'s children."""
+        start = int(self.first_edge[node])
+        return slice(start, start + int(self.num_edges[node]))
+
+    def _new_nodes(self, states: Sequence[State], parents: np.ndarray, parent_edges: np.ndarray) -> np.ndarray:
+        self.reserve(len(states), 0)
+        nodes = np.arange(self.num_nodes, self.num_nodes + len(states), dtype=np.int32)
+        self.parent[nodes] = parents
+        self.parent_edge[nodes] = parent_edges
+        self.node_visits[nodes] = 0
+        self.value_sum[nodes] = 0.0
+        self.terminal[nodes] = False
+        self.stamp[nodes] = -1
+        self.to_play[nodes] = [s.to_play for s in states]
+        self.states.extend(states)
+        self.num_nodes += len(states)
+        return nodes
+
+    def _link(self, nodes: np.ndarray, parent_edges: np.ndarray, rewards: np.ndarray | float,
+              discounts: np.ndarray | float) -> None:
+        self.child[parent_edges] = nodes
+        self.reward[parent_edges] = rewards
+        self.discount[parent_edges] = discounts
+
+
+class SearchTree:
+    """A searched tree seen from one of its nodes; pass it to the next search to reuse it.
+
+    Cheap to hold and to advance: it only references the finished search's forest, which no
+    later search modifies (the next search copies the subtree into its own forest).
+    """
+
+    def __init__(self, forest: Forest, node: int) -> None:
+        self.forest = forest
+        self.node = node
+
+    @property
+    def root_state(self) -> State:
+        return self.forest.states[self.node]
+
+    @property
+    def visits(self) -> int:
+        """Visits of the root node (1 for a freshly evaluated position)."""
+        return int(self.forest.node_visits[self.node])
+
+    def child_visits(self) -> dict[int, int]:
+        """Visits of each searched action from the root, inherited ones included."""
+        forest = self.forest
+        edges = forest.children(self.node)
+        return {int(a): int(n) for a, n in zip(forest.action[edges], forest.visits[edges]) if n > 0}
+
+    def principal_variation(self, first: int | None = None) -> list[int]:
+        """The most-visited line from the root; with ``first``, the line that starts with it.
+
+        The line stops where a node has no visited child (or at a terminal node).
+        """
+        forest = self.forest
+        node, line = self.node, []
+        while node >= 0 and forest.num_edges[node] > 0:
+            edges = forest.children(node)
+            if first is not None and not line:
+                found = np.flatnonzero(forest.action[edges] == first)
+                if found.size == 0:
+                    return [first]
+                row = edges.start + int(found[0])
+            else:
+                row = edges.start + int(np.argmax(forest.visits[edges]))
+                if forest.visits[row] == 0:
+                    break
+            line.append(int(forest.action[row]))
+            node = int(forest.child[row])
+        return line
+
+    def advance(self, actions: Iterable[int]) -> SearchTree | None:
+        """The subtree after playing ``actions`` from the root, or None if it was not searched."""
+        node = self.node
+        forest = self.forest
+        for action in actions:
+            edges = forest.children(node)
+            found = np.flatnonzero(forest.action[edges] == action)
+            if found.size == 0 or forest.child[edges.start + found[0]] < 0:
+                return None
+            node = int(forest.child[edges.start + found[0]])
+        if forest.terminal[node]:
+            return None
+        return SearchTree(forest, node)
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, dtype=array.dtype)
+    out[: array.size] = array
+    return out
+
+
+@njit(cache=True)
+def _subtree_nodes(first_edge: np.ndarray, num_edges: np.ndarray, child: np.ndarray, root: int) -> np.ndarray:
+    """Nodes of the subtree under ``root`` in breadth-first order (root first)."""
+    order = [root]
+    head = 0
+    while head < len(order):
+        node = order[head]
+        head += 1
+        for e in range(first_edge[node], first_edge[node] + num_edges[node]):
+            if child[e] >= 0:
+                order.append(child[e])
+    return np.array(order, dtype=np.int32)
+
+
+@njit(cache=True)
+def _fill_children(tree: TreeArrays, nodes: np.ndarray, logits: np.ndarray, start: int, threshold: float) -> int:
+    """Give each new node one unvisited edge per legal action, from edge row ``start`` on.
+
+    Legal actions are those whose logit is above ``threshold`` (`LEGAL_LOGIT_THRESHOLD`).
+    Returns the first free edge row.
+    """
+    e = start
+    for i in range(nodes.size):
+        node = nodes[i]
+        tree.first_edge[node] = e
+        for a in range(logits.shape[1]):
+            if logits[i, a] > threshold:
+                tree.action[e] = a
+                tree.prior[e] = logits[i, a]
+                tree.child[e] = -1
+                tree.visits[e] = 0
+                tree.pending[e] = 0
+                tree.reward[e] = 0.0
+                tree.discount[e] = 0.0
+                e += 1
+        tree.num_edges[node] = e - tree.first_edge[node]
+    return e
