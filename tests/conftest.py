@@ -36,3 +36,33 @@ def artifacts_dir() -> str:
     path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "test-artifacts")
     os.makedirs(path, exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def untrained_model(tmp_path_factory: pytest.TempPathFactory):
+    """Factory: path of an ONNX model of an untrained small network for a game id.
+
+    ``untrained_model("go9")`` exports a 2-block x 16-channel random network once per session
+    (seeded, so every run sees the same network); ``blocks``/``channels`` pick another size.
+    """
+    import torch
+
+    import engine.games as games
+    from training.export import export_onnx
+    from training.nets import NetConfig, build_net
+
+    cache: dict[tuple[str, int, int], str] = {}
+    folder = tmp_path_factory.mktemp("models")
+
+    def make(game_name: str, blocks: int = 2, channels: int = 16) -> str:
+        key = (game_name, blocks, channels)
+        if key not in cache:
+            torch.manual_seed(0)
+            game = games.get(game_name)
+            model = build_net(game, NetConfig(blocks=blocks, channels=channels)).eval()
+            path = folder / f"{game_name}-{blocks}x{channels}.onnx"
+            export_onnx(model, game, path, training_info={"algorithm": "untrained"})
+            cache[key] = str(path)
+        return cache[key]
+
+    return make
