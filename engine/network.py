@@ -4,15 +4,24 @@ Search and self-play call an `Evaluator` and never care whether ONNX Runtime or 
 behind it.  Every value is from the view of the side to move, in [-1, 1].  Illegal actions
 carry the logit `MASKED_LOGIT` (a large negative number rather than -inf, so that softmax and
 log-softmax stay finite) and the action value 0.
+
+`OnnxEvaluator` is the engine's evaluator: it runs a klent ONNX model file (the format is
+defined below and written by `training.export`) and refuses a model made for another game or
+encoder version.  The trainer's torch twin is `training.torch_evaluator.TorchEvaluator`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 import numpy as np
+import onnxruntime as ort
 
+import engine.games
 from engine.games.base import Game, State
 
 MASKED_LOGIT = np.float32(-1e9)
@@ -51,8 +60,8 @@ def state_values(evaluation: Evaluation) -> np.ndarray:
     """
     if evaluation.state_value is not None:
         return evaluation.state_value
-    pi = softmax(evaluation.policy_logits.astype(np.float64))
-    return (pi * evaluation.action_values).sum(axis=-1).astype(np.float32)
+    pi = softmax(evaluation.policy_logits)
+    return np.einsum("ba,ba->b", pi, evaluation.action_values).astype(np.float32)
 
 
 def apply_legal_mask(
@@ -63,3 +72,216 @@ def apply_legal_mask(
         np.where(masks, logits, MASKED_LOGIT).astype(np.float32),
         np.where(masks, action_values, np.float32(0.0)).astype(np.float32),
     )
+
+
+# --- ONNX models ------------------------------------------------------------------------------
+#
+# A model file is an ONNX graph with input ``obs`` float32[B, C, H, W] (dynamic batch axis),
+# outputs ``policy_logits`` and ``action_values`` (and ``state_value`` when trained with one),
+# and metadata props naming the game and the encoder version it was trained for (DESIGN.md).
+# `training.export` writes these names; this module is the one place that defines them.
+
+INPUT_NAME = "obs"
+POLICY_OUTPUT = "policy_logits"
+ACTION_VALUE_OUTPUT = "action_values"
+STATE_VALUE_OUTPUT = "state_value"
+META_GAME = "klent.game"
+META_ENCODER = "klent.encoder"
+META_ARCH = "klent.arch"
+META_TRAINING = "klent.training"
+
+# Best first.  CPU is always available and always last.
+PROVIDER_PREFERENCE = (
+    "TensorrtExecutionProvider",
+    "CUDAExecutionProvider",
+    "CPUExecutionProvider",
+)
+
+
+class ModelMismatchError(ValueError):
+    """A model trained for another game or another encoder version than the one in use."""
+
+
+class ModelFormatError(ValueError):
+    """A file that is not a klent ONNX model (unreadable, or missing the klent metadata)."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What a model file says about itself."""
+
+    path: str
+    game: str  # game id, e.g. "go9"
+    encoder_version: int
+    arch: str  # e.g. "resnet-6x64"
+    training: dict[str, str]  # algorithm, simulator evaluations, date, ...
+    has_action_values: bool
+    has_state_value: bool
+
+
+def select_providers(available: Sequence[str]) -> list[str]:
+    """The usable execution providers among ``available``, best first (TensorRT, CUDA, CPU)."""
+    chosen = [p for p in PROVIDER_PREFERENCE if p in available]
+    return chosen if "CPUExecutionProvider" in chosen else [*chosen, "CPUExecutionProvider"]
+
+
+def default_threads() -> int:
+    """Intra-op threads: every core this process may use, at most 4.
+
+    On the 2-core reference machine two threads roughly double throughput at batch 16-64
+    over one.  The cap of 4 is a guess, not a measurement: small boards give each operator
+    little to split, and spare cores serve other searches or server workers better.
+    """
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 4))
+
+
+class OnnxEvaluator:
+    """Runs a klent ONNX model with ONNX Runtime; implements `Evaluator`.
+
+    ``game`` is checked against the model's metadata (`ModelMismatchError` on a different game
+    or encoder version); when it is None the game named by the model is built.  ``providers``
+    overrides the automatic choice (`select_providers`); ``threads`` sets the intra-op threads
+    (default `default_threads`).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        game: Game | None = None,
+        providers: list[str] | None = None,
+        threads: int | None = None,
+    ) -> None:
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no model file {path!r}")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads if threads is not None else default_threads()
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # errors only: ORT's warnings are not for our users
+        # Idle worker threads sleep instead of spinning.  Spinning gains little here and, on a
+        # small machine shared with the search, the server or other engines, the spinning
+        # threads steal the cores those need (measured: 2 spinning threads were the slowest
+        # setting on a busy 2-core machine).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if providers is None:
+            providers = select_providers(ort.get_available_providers())
+        self.session = _open_session(path, options, providers)
+        self.providers: list[str] = self.session.get_providers()
+        self.info = _read_info(path, self.session)
+        if game is None:
+            try:
+                game = engine.games.get(self.info.game)
+            except ValueError:
+                raise ModelMismatchError(
+                    f"{path} is a model for {self.info.game!r}, a game this klent does not know"
+                ) from None
+        _check_fits(self.info, self.session, game)
+        self.game = game
+        self._outputs = [POLICY_OUTPUT]
+        if self.info.has_action_values:
+            self._outputs.append(ACTION_VALUE_OUTPUT)
+        if self.info.has_state_value:
+            self._outputs.append(STATE_VALUE_OUTPUT)
+
+    def evaluate(self, states: Sequence[State]) -> Evaluation:
+        """Encode ``states`` and evaluate them in one batch."""
+        masks = np.zeros((len(states), self.game.num_actions), dtype=np.bool_)
+        for i, state in enumerate(states):
+            masks[i] = state.legal_mask()
+        return self.evaluate_encoded(self.game.encode_batch(states), masks)
+
+    def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation:
+        """Evaluate already encoded observations float32[B, C, H, W] with legal masks bool[B, A].
+
+        A model without an action-value head (the Gumbel AlphaZero baseline) reports action
+        values of 0; its state value is what a search should use.
+        """
+        batch = obs.shape[0]
+        expected_obs = (batch, *self.game.observation_shape)
+        if obs.shape != expected_obs or masks.shape != (batch, self.game.num_actions):
+            raise ValueError(
+                f"expected observations [B, {', '.join(map(str, self.game.observation_shape))}]"
+                f" and masks [B, {self.game.num_actions}], got {obs.shape} and {masks.shape}"
+            )
+        feed = {INPUT_NAME: np.ascontiguousarray(obs, dtype=np.float32)}
+        outputs = dict(zip(self._outputs, self.session.run(self._outputs, feed)))
+        q = outputs.get(ACTION_VALUE_OUTPUT)
+        if q is None:
+            q = np.zeros((batch, self.game.num_actions), dtype=np.float32)
+        logits, q = apply_legal_mask(outputs[POLICY_OUTPUT], q, masks)
+        v = outputs.get(STATE_VALUE_OUTPUT)
+        return Evaluation(logits, q, None if v is None else v.astype(np.float32).reshape(batch))
+
+
+def _open_session(
+    path: str, options: ort.SessionOptions, providers: list[str]
+) -> ort.InferenceSession:
+    """An ONNX Runtime session on the first of ``providers`` (best first) that works.
+
+    A GPU provider can be listed as available and still fail to start (TensorRT or CUDA
+    libraries missing); the next one is tried then.  ORT's own fallback is disabled because it
+    prints to stdout, which is the GTP/UCI channel.
+    """
+    error: Exception | None = None
+    for start in range(len(providers)):
+        try:
+            return ort.InferenceSession(
+                path, sess_options=options, providers=providers[start:], enable_fallback=0
+            )
+        except Exception as failure:  # ORT raises its own exception types
+            error = failure
+    raise ModelFormatError(f"{path}: ONNX Runtime cannot load it ({error})")
+
+
+def _read_info(path: str, session: ort.InferenceSession) -> ModelInfo:
+    """The klent metadata of a loaded model; `ModelFormatError` if it is not a klent model."""
+    meta = session.get_modelmeta().custom_metadata_map
+    missing = [key for key in (META_GAME, META_ENCODER) if key not in meta]
+    if missing:
+        raise ModelFormatError(f"{path}: not a klent model (no {' or '.join(missing)} metadata)")
+    try:
+        encoder_version = int(meta[META_ENCODER])
+        training = json.loads(meta.get(META_TRAINING, "{}"))
+        if not isinstance(training, dict):
+            raise ValueError(f"{META_TRAINING} is not a JSON object")
+    except ValueError as error:
+        raise ModelFormatError(f"{path}: malformed klent metadata ({error})") from None
+    input_names = {i.name for i in session.get_inputs()}
+    output_names = {o.name for o in session.get_outputs()}
+    if INPUT_NAME not in input_names or POLICY_OUTPUT not in output_names:
+        raise ModelFormatError(
+            f"{path}: not a klent model (needs input {INPUT_NAME!r}, output {POLICY_OUTPUT!r})"
+        )
+    return ModelInfo(
+        path=path,
+        game=meta[META_GAME],
+        encoder_version=encoder_version,
+        arch=meta.get(META_ARCH, "unknown"),
+        training={str(k): str(v) for k, v in training.items()},
+        has_action_values=ACTION_VALUE_OUTPUT in output_names,
+        has_state_value=STATE_VALUE_OUTPUT in output_names,
+    )
+
+
+def _check_fits(info: ModelInfo, session: ort.InferenceSession, game: Game) -> None:
+    """Refuse a model trained for another game, encoder version or tensor layout."""
+    if info.game != game.name:
+        raise ModelMismatchError(f"{info.path} is a model for {info.game}, not for {game.name}")
+    if info.encoder_version != game.encoder_version:
+        raise ModelMismatchError(
+            f"{info.path} was trained with {game.name} encoder version {info.encoder_version}, "
+            f"but this klent encodes {game.name} with version {game.encoder_version}"
+        )
+    obs_shape = next(i.shape for i in session.get_inputs() if i.name == INPUT_NAME)
+    policy_shape = next(o.shape for o in session.get_outputs() if o.name == POLICY_OUTPUT)
+    if obs_shape[1:] != list(game.observation_shape) or policy_shape[1:] != [game.num_actions]:
+        raise ModelMismatchError(
+            f"{info.path}: input {obs_shape} and policy {policy_shape} do not fit {game.name}'s "
+            f"observations {list(game.observation_shape)} and {game.num_actions} actions"
+        )

@@ -1,0 +1,209 @@
+"""The KLENT network family (training/nets.py), its checkpoints and the torch evaluator."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import engine.games as games
+from engine.games.countup import CountUpGame
+from engine.network import MASKED_LOGIT, ModelMismatchError
+from training.nets import (
+    CheckpointError,
+    NetConfig,
+    build_net,
+    count_parameters,
+    load_checkpoint,
+    save_checkpoint,
+)
+from training.torch_evaluator import TorchEvaluator
+
+
+class ShapeOnlyGame:
+    """Observation/action shapes of a board game, for shape tests that need no rules."""
+
+    def __init__(self, shape: tuple[int, int, int], num_actions: int) -> None:
+        self.name = "shape-only"
+        self.observation_shape = shape
+        self.num_actions = num_actions
+        self.encoder_version = 1
+
+
+def settle_batchnorm(model: torch.nn.Module, shape: tuple[int, ...]) -> None:
+    """Give batch norm non-trivial running statistics, as training would."""
+    model.train()
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(8, *shape) * 2 + 0.5)
+    model.eval()
+
+
+@pytest.mark.parametrize(
+    ("shape", "num_actions"),
+    [((7, 1, 1), 2), ((17, 9, 9), 82), ((119, 8, 8), 4672)],
+    ids=["countup", "go9-shape", "chess-shape"],
+)
+@pytest.mark.parametrize(
+    "config",
+    [
+        NetConfig(blocks=2, channels=16),
+        NetConfig(blocks=2, channels=16, value_head=True, action_value_head=False),
+        NetConfig(blocks=1, channels=8, value_head=True, action_value_head=True),
+    ],
+    ids=["klent", "gumbel-az", "all-heads"],
+)
+def test_forward_shapes_and_ranges(shape, num_actions, config) -> None:
+    torch.manual_seed(0)
+    model = build_net(ShapeOnlyGame(shape, num_actions), config).eval()
+    with torch.no_grad():
+        logits, q, v = model(torch.randn(5, *shape) * 3)
+    assert logits.shape == (5, num_actions)
+    assert logits.std() > 0  # not a constant output
+    if config.action_value_head:
+        assert q is not None and q.shape == (5, num_actions)
+        assert q.abs().max() <= 1.0 and q.std() > 0
+    else:
+        assert q is None
+    if config.value_head:
+        assert v is not None and v.shape == (5,)
+        assert v.abs().max() <= 1.0
+    else:
+        assert v is None
+
+
+def test_config_validation_and_arch_name() -> None:
+    assert NetConfig().arch == "resnet-6x64"
+    assert NetConfig(blocks=20, channels=256).arch == "resnet-20x256"
+    with pytest.raises(ValueError, match="value head"):
+        NetConfig(value_head=False, action_value_head=False)
+    with pytest.raises(ValueError, match="channels"):
+        NetConfig(channels=0)
+    with pytest.raises(ValueError, match="unknown network settings: width"):
+        NetConfig.from_dict({"blocks": 2, "width": 3})
+
+
+def test_parameter_count_of_the_paper_size() -> None:
+    # The KLENT paper (appendix C): 6 blocks x 128 channels, 1.7M-2.1M parameters per game.
+    go9_like = ShapeOnlyGame((17, 9, 9), 82)
+    assert 1.7e6 <= count_parameters(build_net(go9_like, NetConfig(6, 128))) <= 2.1e6
+
+
+def test_checkpoint_round_trip(tmp_path: Path) -> None:
+    game = games.get("countup")
+    config = NetConfig(blocks=2, channels=16, value_head=True)
+    torch.manual_seed(1)
+    model = build_net(game, config)
+    settle_batchnorm(model, game.observation_shape)
+    optimizer = torch.optim.Adam(model.parameters())
+    model.train()
+    model(torch.randn(4, *game.observation_shape))[0].sum().backward()
+    optimizer.step()
+    model.eval()
+    path = tmp_path / "run" / "checkpoint.pt"
+    save_checkpoint(
+        path, model, game, config, optimizer=optimizer.state_dict(), step=12,
+        training_info={"algorithm": "klent"},
+    )
+    assert os.listdir(path.parent) == ["checkpoint.pt"]  # no temporary file left behind
+    assert path.stat().st_mode & 0o777 == 0o644
+
+    loaded = load_checkpoint(path)
+    assert loaded.config == config and loaded.game.name == "countup"
+    assert loaded.extra["step"] == 12 and loaded.extra["training_info"] == {"algorithm": "klent"}
+    restored = torch.optim.Adam(loaded.model.parameters())
+    restored.load_state_dict(loaded.extra["optimizer"])  # the trainer can resume from it
+    obs = torch.randn(6, *game.observation_shape)
+    with torch.no_grad():
+        for a, b in zip(model(obs), loaded.model.eval()(obs)):
+            assert torch.equal(a, b)
+
+
+def test_checkpoint_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    game = games.get("countup")
+    config = NetConfig(blocks=1, channels=8)
+    path = tmp_path / "checkpoint.pt"
+    save_checkpoint(path, build_net(game, config), game, config, step=1)
+
+    def crash_half_way(payload, f) -> None:
+        Path(f).write_bytes(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", crash_half_way)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(path, build_net(game, config), game, config, step=2)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["checkpoint.pt"]
+    assert load_checkpoint(path).extra["step"] == 1  # the old checkpoint is intact
+
+
+def test_checkpoint_rejects_what_it_could_not_load_back(tmp_path: Path) -> None:
+    game = games.get("countup")
+    config = NetConfig(blocks=1, channels=8)
+    model = build_net(game, config)
+    with pytest.raises(TypeError, match=r"rng\['state'\] is a ndarray"):
+        save_checkpoint(tmp_path / "c.pt", model, game, config, rng={"state": np.zeros(3)})
+    with pytest.raises(ValueError, match="reserved"):
+        save_checkpoint(tmp_path / "c.pt", model, game, config, game="chess", net_config={})
+    assert os.listdir(tmp_path) == []
+
+
+def test_bad_checkpoints_give_clear_errors(tmp_path: Path) -> None:
+    game = games.get("countup")
+    config = NetConfig(blocks=1, channels=8)
+    with pytest.raises(FileNotFoundError, match="missing.pt"):
+        load_checkpoint(tmp_path / "missing.pt")
+    (tmp_path / "garbage.pt").write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="garbage.pt: corrupt or not a checkpoint"):
+        load_checkpoint(tmp_path / "garbage.pt")
+    save_checkpoint(tmp_path / "good.pt", build_net(game, config), game, config)
+    data = (tmp_path / "good.pt").read_bytes()
+    (tmp_path / "truncated.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="truncated.pt"):
+        load_checkpoint(tmp_path / "truncated.pt")
+    torch.save({"weights": 1}, tmp_path / "foreign.pt")
+    with pytest.raises(CheckpointError, match="not a klent checkpoint"):
+        load_checkpoint(tmp_path / "foreign.pt")
+
+
+def test_checkpoint_of_an_older_encoder_is_refused(tmp_path: Path) -> None:
+    class OldCountUp(CountUpGame):
+        encoder_version = 0
+
+    game = OldCountUp()
+    config = NetConfig(blocks=1, channels=8)
+    save_checkpoint(tmp_path / "old.pt", build_net(game, config), game, config)
+    with pytest.raises(ModelMismatchError, match="encoder version 0.*version 1"):
+        load_checkpoint(tmp_path / "old.pt")
+
+
+def test_torch_evaluator_masks_and_uses_eval_mode() -> None:
+    game = games.get("countup")
+    torch.manual_seed(2)
+    model = build_net(game, NetConfig(blocks=2, channels=16))
+    settle_batchnorm(model, game.observation_shape)
+    model.train()  # as the trainer may leave it; the evaluator must not use batch statistics
+    evaluator = TorchEvaluator(model, game, device="cpu")
+    start = game.initial_state()
+    states = [start, start.play(1), start.play(1).play(1).play(1).play(1)]  # the last is over
+    result = evaluator.evaluate(states)
+    assert result.policy_logits.dtype == np.float32 and result.action_values.dtype == np.float32
+    assert result.state_value is None
+    assert np.all(result.policy_logits[2] == MASKED_LOGIT)  # terminal: nothing is legal
+    assert np.all(result.action_values[2] == 0.0)
+    with torch.no_grad():
+        logits, q, _ = model.eval()(torch.from_numpy(game.encode_batch(states[:2])))
+    np.testing.assert_allclose(result.policy_logits[:2], logits.numpy(), atol=1e-6)
+    np.testing.assert_allclose(result.action_values[:2], q.numpy(), atol=1e-6)
+    # One state alone gives what it gets inside a batch: no batch statistics are used.
+    alone = evaluator.evaluate(states[1:2])
+    np.testing.assert_allclose(alone.policy_logits[0], result.policy_logits[1], atol=1e-6)
+
+
+def test_torch_evaluator_refuses_a_network_of_another_shape() -> None:
+    model = build_net(games.get("countup"), NetConfig(blocks=1, channels=8))
+    with pytest.raises(ValueError, match="does not fit countup10_3"):
+        TorchEvaluator(model, games.get("countup10_3"), device="cpu")

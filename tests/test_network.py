@@ -1,0 +1,198 @@
+"""The ONNX Runtime evaluator (engine/network.py): loading, refusal, providers, batching."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import engine.games as games
+import engine.network as network
+from engine.games.countup import CountUpGame
+from engine.network import (
+    MASKED_LOGIT,
+    PROVIDER_PREFERENCE,
+    ModelFormatError,
+    ModelMismatchError,
+    OnnxEvaluator,
+    select_providers,
+    state_values,
+)
+
+
+@pytest.fixture(scope="module")
+def countup_model(untrained_model) -> Path:
+    """An untrained 2 x 16 count-up model (conftest), exported by training.export."""
+    return Path(untrained_model("countup"))
+
+
+def with_metadata(source: Path, target: Path, **changes: str) -> Path:
+    """A copy of the model ``source`` with some metadata props changed (keys without 'klent.')."""
+    proto = onnx.load(source)
+    for prop in proto.metadata_props:
+        key = prop.key.removeprefix("klent.")
+        if key in changes:
+            prop.value = changes[key]
+    onnx.save(proto, target)
+    return target
+
+
+def test_loads_the_game_named_by_the_model(countup_model: Path) -> None:
+    evaluator = OnnxEvaluator(countup_model)
+    assert evaluator.game.name == "countup"
+    assert evaluator.info.game == "countup" and evaluator.info.encoder_version == 1
+    assert evaluator.info.arch == "resnet-2x16"
+    assert evaluator.info.training["algorithm"] == "untrained"
+
+
+def test_batched_evaluation_with_masking(countup_model: Path) -> None:
+    evaluator = OnnxEvaluator(countup_model, games.get("countup"))
+    start = evaluator.game.initial_state()
+    over = start.play(1).play(1).play(1).play(1)
+    assert over.is_terminal
+    result = evaluator.evaluate([start, over, start.play(0)])
+    assert result.policy_logits.shape == (3, 2) and result.policy_logits.dtype == np.float32
+    assert np.all(result.policy_logits[1] == MASKED_LOGIT) and np.all(result.action_values[1] == 0)
+    assert np.all(result.policy_logits[[0, 2]] > MASKED_LOGIT)
+    assert result.state_value is None
+    v = state_values(result)  # V = sum_a pi(a|s) Q(s, a) for a model without a value head
+    assert v.shape == (3,) and np.all(np.abs(v) <= 1.0)
+
+    # The encoded entry point gives the same numbers, and honours a mask it is given.
+    obs = evaluator.game.encode_batch([start])
+    masked = evaluator.evaluate_encoded(obs, np.array([[False, True]]))
+    assert masked.policy_logits[0, 0] == MASKED_LOGIT
+    np.testing.assert_allclose(masked.policy_logits[0, 1], result.policy_logits[0, 1], atol=1e-6)
+    empty = evaluator.evaluate([])
+    assert empty.policy_logits.shape == (0, 2)
+    with pytest.raises(ValueError, match=r"expected observations \[B, 7, 1, 1\]"):
+        evaluator.evaluate_encoded(np.zeros((1, 5, 1, 1), np.float32), np.ones((1, 2), bool))
+
+
+def test_refuses_a_model_of_another_game(countup_model: Path) -> None:
+    with pytest.raises(ModelMismatchError, match="is a model for countup, not for countup10_3"):
+        OnnxEvaluator(countup_model, games.get("countup10_3"))
+
+
+def test_refuses_a_model_of_another_encoder_version(countup_model: Path, tmp_path: Path) -> None:
+    class NewerCountUp(CountUpGame):
+        encoder_version = 2
+
+    with pytest.raises(ModelMismatchError, match="encoder version 1, but .* version 2"):
+        OnnxEvaluator(countup_model, NewerCountUp())
+    old = with_metadata(countup_model, tmp_path / "old.onnx", encoder="0")
+    with pytest.raises(ModelMismatchError, match="encoder version 0, but .* version 1"):
+        OnnxEvaluator(old)
+
+
+def test_refuses_a_model_whose_tensors_do_not_fit(countup_model: Path) -> None:
+    class SameNameOtherShape(CountUpGame):
+        pass
+
+    impostor = SameNameOtherShape(target=7, max_step=3)
+    impostor.name = "countup"  # claims the name, but has 3 actions
+    with pytest.raises(ModelMismatchError, match="do not fit countup"):
+        OnnxEvaluator(countup_model, impostor)
+
+
+def test_refuses_a_model_of_an_unknown_game(countup_model: Path, tmp_path: Path) -> None:
+    foreign = with_metadata(countup_model, tmp_path / "t.onnx", game="tictactoe")
+    with pytest.raises(ModelMismatchError, match="'tictactoe', a game this klent does not know"):
+        OnnxEvaluator(foreign)
+
+
+def test_refuses_malformed_metadata(countup_model: Path, tmp_path: Path) -> None:
+    for name, change in [("e.onnx", {"encoder": "one"}), ("t.onnx", {"training": "[1, 2]"})]:
+        broken = with_metadata(countup_model, tmp_path / name, **change)
+        with pytest.raises(ModelFormatError, match=f"{name}: malformed klent metadata"):
+            OnnxEvaluator(broken)
+
+
+def test_files_that_are_not_klent_models(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="nothing.onnx"):
+        OnnxEvaluator(tmp_path / "nothing.onnx")
+    (tmp_path / "garbage.onnx").write_bytes(b"\x08\x07garbage")
+    with pytest.raises(ModelFormatError, match="garbage.onnx: ONNX Runtime cannot load it"):
+        OnnxEvaluator(tmp_path / "garbage.onnx")
+    # A valid ONNX graph without klent metadata.
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["obs"], ["policy_logits"])],
+        "plain",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["B", 2])],
+        [helper.make_tensor_value_info("policy_logits", TensorProto.FLOAT, ["B", 2])],
+    )
+    plain = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    plain.ir_version = 8
+    onnx.save(plain, tmp_path / "plain.onnx")
+    with pytest.raises(ModelFormatError, match="not a klent model .no klent.game or klent.encoder"):
+        OnnxEvaluator(tmp_path / "plain.onnx")
+
+
+def test_provider_preference() -> None:
+    everything = ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"]
+    assert select_providers(everything) == [
+        "TensorrtExecutionProvider",
+        "CUDAExecutionProvider",
+        "CPUExecutionProvider",
+    ]
+    assert select_providers(["AzureExecutionProvider", "CPUExecutionProvider"]) == [
+        "CPUExecutionProvider"
+    ]
+    assert select_providers(["CUDAExecutionProvider"]) == [
+        "CUDAExecutionProvider",
+        "CPUExecutionProvider",
+    ]
+
+
+def test_skips_providers_that_cannot_start(
+    countup_model: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A GPU build lists TensorRT and CUDA even when their libraries are missing; opening a
+    # session on them then fails, and the evaluator must go on to the next provider.
+    monkeypatch.setattr(network.ort, "get_available_providers", lambda: list(PROVIDER_PREFERENCE))
+    real_session = ort.InferenceSession
+    attempts: list[str] = []
+
+    def gpu_libraries_missing(path, sess_options, providers, **kwargs):
+        attempts.append(providers[0])
+        if providers[0] != "CPUExecutionProvider":
+            raise RuntimeError(f"{providers[0]}: libnvinfer.so.10 not found")
+        return real_session(path, sess_options=sess_options, providers=providers, **kwargs)
+
+    monkeypatch.setattr(network.ort, "InferenceSession", gpu_libraries_missing)
+    evaluator = OnnxEvaluator(countup_model)
+    assert attempts == list(PROVIDER_PREFERENCE)
+    assert evaluator.providers == ["CPUExecutionProvider"]
+    assert evaluator.evaluate([evaluator.game.initial_state()]).policy_logits.shape == (1, 2)
+    assert capsys.readouterr().out == ""  # stdout is the GTP/UCI channel: nothing printed
+
+
+def test_uses_every_installed_provider_it_prefers(countup_model: Path) -> None:
+    # On a CPU-only machine (like CI) this is ["CPUExecutionProvider"].
+    evaluator = OnnxEvaluator(countup_model)
+    assert evaluator.providers == select_providers(ort.get_available_providers())
+    forced = OnnxEvaluator(countup_model, providers=["CPUExecutionProvider"])
+    assert forced.providers == ["CPUExecutionProvider"]
+
+
+def test_thread_settings(countup_model: Path) -> None:
+    assert 1 <= network.default_threads() <= 4
+    options = OnnxEvaluator(countup_model, threads=1).session.get_session_options()
+    assert options.intra_op_num_threads == 1 and options.inter_op_num_threads == 1
+    default = OnnxEvaluator(countup_model).session.get_session_options()
+    assert default.intra_op_num_threads == network.default_threads()
+    assert default.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_the_engine_never_imports_torch() -> None:
+    code = (
+        "import sys, engine.network, engine.games; engine.games.get('countup'); "
+        "sys.exit('torch' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

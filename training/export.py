@@ -1,0 +1,121 @@
+"""Torch `KlentNet` -> ONNX model file, the format the engine plays with.
+
+The file has the input, outputs and metadata that `engine.network` defines (DESIGN.md, "Model
+files"): input ``obs`` float32[B, C, H, W] with a dynamic batch axis, outputs
+``policy_logits``, ``action_values`` and, for a model with a value head, ``state_value``; the
+metadata props ``klent.game``, ``klent.encoder``, ``klent.arch`` and ``klent.training`` (JSON).
+The engine reads the metadata to refuse a model trained for another game or encoder.
+
+The export uses torch's ``torch.export``-based ONNX exporter (the default since torch 2.9; the
+TorchScript one is deprecated).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import datetime
+import json
+import logging
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from engine.games.base import Game
+from engine.network import (
+    ACTION_VALUE_OUTPUT,
+    INPUT_NAME,
+    META_ARCH,
+    META_ENCODER,
+    META_GAME,
+    META_TRAINING,
+    POLICY_OUTPUT,
+    STATE_VALUE_OUTPUT,
+)
+from training.nets import KlentNet, atomic_target
+
+# ONNX opset of exported models: new enough for everything the network uses, old enough for
+# every onnxruntime that pyproject.toml allows (>= 1.17 runs opsets up to 20).
+OPSET = 18
+
+
+class _PresentOutputs(nn.Module):
+    """``KlentNet`` with its absent heads dropped: an ONNX graph cannot output None."""
+
+    def __init__(self, model: KlentNet) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, obs: Tensor) -> tuple[Tensor, ...]:
+        return tuple(t for t in self.model(obs) if t is not None)
+
+
+def output_names(model: KlentNet) -> list[str]:
+    """The ONNX output names of ``model``, in the order `KlentNet.forward` returns them."""
+    names = [POLICY_OUTPUT]
+    if model.config.action_value_head:
+        names.append(ACTION_VALUE_OUTPUT)
+    if model.config.value_head:
+        names.append(STATE_VALUE_OUTPUT)
+    return names
+
+
+def export_onnx(
+    model: KlentNet,
+    game: Game,
+    path: str | Path,
+    training_info: dict[str, str] | None = None,
+) -> None:
+    """Write ``model`` (trained for ``game``) to ``path`` as a klent ONNX model, atomically.
+
+    ``training_info`` (algorithm, simulator evaluations, ...) goes into ``klent.training``; the
+    export date is added unless given.  The caller's model is not modified (a CPU copy in eval
+    mode is exported).
+    """
+    if tuple(model.observation_shape) != tuple(game.observation_shape) or (
+        model.num_actions != game.num_actions
+    ):
+        raise ValueError(f"the network is not shaped for {game.name}")
+    info = {"date": datetime.date.today().isoformat(), **(training_info or {})}
+    wrapped = _PresentOutputs(copy.deepcopy(model).cpu()).eval()
+    # Batch 2, not 1: torch.export specialises a dimension whose example size is 1.
+    example = torch.zeros((2, *game.observation_shape), dtype=torch.float32)
+    with _quiet_exporter():
+        program = torch.onnx.export(
+            wrapped,
+            (example,),
+            dynamo=True,
+            input_names=[INPUT_NAME],
+            output_names=output_names(model),
+            dynamic_shapes=({0: torch.export.Dim("batch")},),
+            opset_version=OPSET,
+            verbose=False,
+        )
+    assert program is not None
+    program.model.metadata_props.update(
+        {
+            META_GAME: game.name,
+            META_ENCODER: str(game.encoder_version),
+            META_ARCH: model.config.arch,
+            META_TRAINING: json.dumps(info, sort_keys=True),
+        }
+    )
+    with atomic_target(path) as tmp:
+        program.save(tmp)
+
+
+@contextlib.contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """Silence the exporter's warnings (missing torchvision ops, deprecations) for users."""
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)

@@ -1,0 +1,293 @@
+"""The network family of the KLENT paper, and its training checkpoints.
+
+A pre-activation ResNet (ResNet v2, He et al. 2016) trunk feeds up to three heads (KLENT paper,
+appendix C and Table 3):
+
+* policy head: A logits;
+* action-value head: A values Q(s, a) in [-1, 1] (tanh) -- KLENT models have policy + this;
+* state-value head: one value V(s) in [-1, 1] (tanh) -- the Gumbel AlphaZero baseline has
+  policy + this instead.
+
+Every head starts with a 1x1 convolution to a few planes, flattens them and ends in
+fully-connected layers, as in AlphaZero.  The action heads end in one fully-connected layer to
+``game.num_actions`` outputs for every game, so one code path serves Go (size*size + 1 with
+pass), chess (4672 = 64 x 73) and any future game without knowing how its actions map onto
+squares.  A convolutional 73-plane chess policy head would save about 0.6M parameters per action
+head, but it would tie this module to the chess encoder's square order; the fully-connected head
+costs little time (about 4% of the multiply-adds of a 6 x 64 chess net) and learns the mapping.
+The paper says only that its heads are multilayer perceptrons; these sizes are ours (at the
+paper's 6 x 128 on 9x9 Go the whole net has 1.82M parameters, inside its 1.7M-2.1M range).
+
+Values are from the view of the side to move, like everything in klent.  Outputs are raw:
+illegal actions are masked by the evaluators (`training.torch_evaluator`, `engine.network`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+import engine.games
+from engine.games.base import Game
+from engine.network import ModelMismatchError
+
+# Planes of the 1x1 convolution that opens each action head (AlphaZero's policy head uses 2).
+ACTION_HEAD_PLANES = 2
+
+# Keys of a checkpoint that `save_checkpoint` owns; everything else is the caller's.
+_RESERVED_KEYS = frozenset({"model", "net_config", "game", "encoder_version"})
+
+# Exact types (numpy scalars subclass float but do not load with weights_only=True).
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    """Size and heads of a `KlentNet`.  The paper uses 6 blocks x 128 channels."""
+
+    blocks: int = 6
+    channels: int = 64
+    value_head: bool = False  # True for the Gumbel AlphaZero baseline (policy + state value)
+    action_value_head: bool = True  # False for the Gumbel AlphaZero baseline
+
+    def __post_init__(self) -> None:
+        if self.blocks < 0 or self.channels < 1:
+            raise ValueError(f"a network needs blocks >= 0 and channels >= 1, not {self}")
+        if not (self.value_head or self.action_value_head):
+            # Without either head a search could not value a position at all.
+            raise ValueError("a network needs a state-value head, an action-value head or both")
+
+    @property
+    def arch(self) -> str:
+        """Short architecture name stored in model files, e.g. ``"resnet-6x64"``."""
+        return f"resnet-{self.blocks}x{self.channels}"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NetConfig:
+        """Inverse of `dataclasses.asdict`; unknown keys are an error, not silently dropped."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown network settings: {', '.join(sorted(unknown))}")
+        return cls(**data)
+
+
+class PreActBlock(nn.Module):
+    """BN-ReLU-conv, BN-ReLU-conv, plus the identity: the ResNet v2 residual block."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.conv1(torch.relu(self.bn1(x)))
+        y = self.conv2(torch.relu(self.bn2(y)))
+        return x + y
+
+
+class ActionHead(nn.Module):
+    """1x1 conv to a few planes, BN-ReLU, then one linear layer to one output per action."""
+
+    def __init__(self, channels: int, board_points: int, num_actions: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, ACTION_HEAD_PLANES, 1, bias=False)
+        self.bn = nn.BatchNorm2d(ACTION_HEAD_PLANES)
+        self.fc = nn.Linear(ACTION_HEAD_PLANES * board_points, num_actions)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
+
+
+class ValueHead(nn.Module):
+    """AlphaZero's value head: 1x1 conv to one plane, BN-ReLU, FC-ReLU, FC, tanh."""
+
+    def __init__(self, channels: int, board_points: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, 1, 1, bias=False)
+        self.bn = nn.BatchNorm2d(1)
+        self.fc1 = nn.Linear(board_points, channels)
+        self.fc2 = nn.Linear(channels, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = torch.relu(self.bn(self.conv(x))).flatten(1)
+        return torch.tanh(self.fc2(torch.relu(self.fc1(y)))).squeeze(1)
+
+
+class KlentNet(nn.Module):
+    """ResNet v2 trunk with a policy head and the value heads chosen by ``config``."""
+
+    def __init__(
+        self, observation_shape: tuple[int, int, int], num_actions: int, config: NetConfig
+    ) -> None:
+        super().__init__()
+        in_planes, height, width = observation_shape
+        self.observation_shape = tuple(observation_shape)
+        self.num_actions = num_actions
+        self.config = config
+        points = height * width
+        self.stem = nn.Conv2d(in_planes, config.channels, 3, padding=1, bias=False)
+        self.blocks = nn.Sequential(*(PreActBlock(config.channels) for _ in range(config.blocks)))
+        # Pre-activation blocks leave the sum un-normalised: normalise once before the heads.
+        self.trunk_bn = nn.BatchNorm2d(config.channels)
+        self.policy_head = ActionHead(config.channels, points, num_actions)
+        self.action_value_head = (
+            ActionHead(config.channels, points, num_actions) if config.action_value_head else None
+        )
+        self.value_head = ValueHead(config.channels, points) if config.value_head else None
+
+    def forward(self, obs: Tensor) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """(policy_logits[B,A], action_values[B,A] in [-1,1] or None, state_value[B] or None).
+
+        Raw and unmasked; the action values and the state value are from the view of the side
+        to move.
+        """
+        x = torch.relu(self.trunk_bn(self.blocks(self.stem(obs))))
+        logits = self.policy_head(x)
+        q = torch.tanh(self.action_value_head(x)) if self.action_value_head is not None else None
+        v = self.value_head(x) if self.value_head is not None else None
+        return logits, q, v
+
+
+def build_net(game: Game, config: NetConfig) -> KlentNet:
+    """A freshly initialised network shaped for ``game``."""
+    return KlentNet(game.observation_shape, game.num_actions, config)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the network, its game and settings, and the caller's other keys."""
+
+    model: KlentNet
+    game: Game
+    config: NetConfig
+    extra: dict[str, Any]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be read or does not describe a `KlentNet`."""
+
+
+@contextlib.contextmanager
+def atomic_target(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it over ``path`` once written.
+
+    Readers see the old file or the complete new one, never a torn one.  The data is flushed
+    to disk before the rename, and the file gets mode 0644 (temp files are created 0600).  On
+    an error the temporary file is removed and the old file is left untouched.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        with open(tmp, "rb") as written:
+            os.fsync(written.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def save_checkpoint(
+    path: str | Path, model: KlentNet, game: Game, config: NetConfig, /, **extra: Any
+) -> None:
+    """Write ``model`` (and ``extra``: optimizer state, counters, ...) to ``path`` atomically.
+
+    The file is written next to ``path`` and renamed over it, so a crash never leaves a torn
+    checkpoint.  ``extra`` must hold tensors and plain Python values only (dicts, lists,
+    numbers, strings): `load_checkpoint` reads with ``weights_only=True`` so that a checkpoint
+    file cannot run code.  By convention the trainer stores ``training_info`` (a dict of
+    strings: algorithm, simulator evaluations, ...) for `training.export` to copy into models.
+    """
+    clash = _RESERVED_KEYS & set(extra)
+    if clash:
+        raise ValueError(f"checkpoint keys reserved for the network: {', '.join(sorted(clash))}")
+    for key, value in extra.items():
+        _check_plain(value, key)
+    payload = {
+        "model": model.state_dict(),
+        "net_config": asdict(config),
+        "game": game.name,
+        "encoder_version": game.encoder_version,
+        **extra,
+    }
+    with atomic_target(path) as tmp:
+        torch.save(payload, tmp)
+
+
+def _check_plain(value: Any, where: str) -> None:
+    """Raise TypeError unless ``value`` is something ``torch.load(weights_only=True)`` reads.
+
+    Checked when saving, so that a trainer learns about a numpy array in its state at once
+    instead of when it tries to resume.
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_plain(key, where)
+            _check_plain(item, f"{where}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_plain(item, f"{where}[{i}]")
+    elif not (isinstance(value, torch.Tensor) or type(value) in _PLAIN_TYPES):
+        raise TypeError(
+            f"checkpoint entry {where} is a {type(value).__name__}; store tensors, numbers, "
+            "strings, lists and dicts only"
+        )
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Checkpoint:
+    """Read a checkpoint written by `save_checkpoint`.
+
+    Raises FileNotFoundError for a missing file, `CheckpointError` for a file that is not a
+    klent checkpoint, and `ModelMismatchError` when the game's encoder has changed since the
+    checkpoint was trained (its observations would be misread).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint file {str(path)!r}")
+    try:
+        payload = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:  # torch raises many types for a corrupt file
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        if reason.startswith("Weights only load failed"):
+            reason = "it holds objects other than tensors and plain values"
+        raise CheckpointError(f"{path}: corrupt or not a checkpoint ({reason})") from None
+    if not isinstance(payload, dict) or not _RESERVED_KEYS <= set(payload):
+        raise CheckpointError(f"{path}: not a klent checkpoint (missing network keys)")
+    try:
+        config = NetConfig.from_dict(payload["net_config"])
+        game = engine.games.get(payload["game"])
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{path}: {error}") from None
+    if payload["encoder_version"] != game.encoder_version:
+        raise ModelMismatchError(
+            f"{path} was trained with {game.name} encoder version {payload['encoder_version']}, "
+            f"but this klent encodes {game.name} with version {game.encoder_version}"
+        )
+    model = build_net(game, config).to(device)
+    try:
+        model.load_state_dict(payload["model"])
+    except RuntimeError as error:
+        first_line = str(error).splitlines()[0]
+        raise CheckpointError(f"{path}: weights do not fit the network ({first_line})") from None
+    extra = {k: v for k, v in payload.items() if k not in _RESERVED_KEYS}
+    return Checkpoint(model=model, game=game, config=config, extra=extra)
