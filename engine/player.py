@@ -73,7 +73,7 @@ class Decision:
     action: int
     move: str
     value: float  # value of the position for the side to move, in [-1, 1]
-    top_moves: list[MoveStat]  # best first
+    top_moves: list[MoveStat]  # the chosen move first, then by visits
     pv: list[str]
     simulations: int
     elapsed: float
@@ -214,7 +214,11 @@ class Player:
         # an analysis shows.  Reactive play has no tree and no visits.
         visits = tree.child_visits() if tree is not None else {}
         legal = np.flatnonzero(state.legal_mask())
-        order = sorted(legal, key=lambda a: (-visits.get(int(a), 0), -float(result.improved_policy[a])))
+        # The chosen move first, then by visits and by the improved policy.
+        order = sorted(
+            legal,
+            key=lambda a: (a != result.action, -visits.get(int(a), 0), -float(result.improved_policy[a])),
+        )
         top = [
             MoveStat(
                 action=int(a),

@@ -27,6 +27,7 @@ def test_reactive_decision_is_the_policy_argmax(player: Player) -> None:
     assert decision.move == f"+{decision.action + 1}"
     assert -1.0 <= decision.value <= 1.0 and 0.0 <= decision.winrate <= 1.0
     assert [m.action for m in decision.top_moves] == sorted(range(2), key=lambda a: -prior[a])
+    assert decision.top_moves[0].action == decision.action
 
 
 def test_search_decision_reports_its_visits(player: Player) -> None:

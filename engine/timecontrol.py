@@ -1,0 +1,83 @@
+"""Time management: from a game clock to the thinking time of one move.
+
+Every protocol with a clock (UCI ``go wtime .. winc .. movestogo ..``, the lichess bridge, GTP
+``time_left``) asks one question: how long may the engine think about this move?  They all
+answer it with `move_budget`, so the policy below is the same everywhere.
+
+The policy, for ``remaining`` seconds on our clock, ``increment`` seconds added per move,
+``moves_to_go`` moves until the next time control (None: sudden death), and ``overhead``
+seconds of lag per move (the time between the clock starting for us and the search starting,
+plus between the search ending and the opponent's clock starting: process, pipe, network):
+
+1. Horizon h: ``moves_to_go`` when the control says how many moves it covers, otherwise the
+   ``expected_moves`` we still expect to play (30 by default, a typical chess game length left
+   to play; a Go front end passes a larger number).
+2. Pool: the time we may think during the next h moves, ``remaining + increment * (h - 1)``,
+   minus ``overhead`` for each of those moves and one more as a reserve.
+3. Budget: an equal share of the pool, ``pool / h``, and never more than half of
+   ``remaining - overhead`` in sudden death (h is only a guess there, and an increment larger
+   than the clock would otherwise tempt us to spend almost everything on one move); never less
+   than 0.
+
+Why this does not lose on time (e.g. at 1+0 bullet): a move costs its budget plus the real
+lag, and the budget leaves ``overhead`` for the lag of every one of the next h moves plus one
+spare.  If the real lag stays below ``overhead``, the clock after a move is at least
+``(remaining * (h - 1) + overhead) / h`` while the pool lasts, so it shrinks geometrically.
+Once the pool is spent the budget is 0, which the search treats as "answer after the root
+evaluation" (the reactive move), and each move then costs only its lag.  Without increment no
+policy survives more than ``remaining / lag`` moves; this one plays 119 moves (each side) at 1+0
+if every move really lags the full default overhead (0.1 s), 252 with a quarter of it (the
+usual case, since Move Overhead is a safety margin), and never flags when the increment exceeds
+the lag (`tests/test_timecontrol.py` simulates these clocks).  At longer controls the same rule
+spends about 1/30 of the clock plus almost the whole increment per move, which puts the
+thinking into the opening and middle game and slows down as the clock runs low.
+
+Mapping other clocks onto these arguments:
+
+* UCI / lichess: our ``wtime``/``btime``, ``winc``/``binc``, ``movestogo`` (milliseconds to seconds).
+* GTP Canadian overtime (``time_left <colour> <time> <stones>`` with stones > 0): the time left
+  in the period and ``moves_to_go`` = stones; in main time (stones = 0): sudden death.
+* Japanese byo-yomi: in main time, sudden death on the main time (the periods are a spare);
+  in byo-yomi, ``remaining`` = one period and ``moves_to_go`` = 1.
+"""
+
+from __future__ import annotations
+
+DEFAULT_OVERHEAD = 0.1  # seconds of lag per move assumed when the front end gives no figure
+DEFAULT_EXPECTED_MOVES = 30  # moves still to play in sudden death (chess)
+SUDDEN_DEATH_MAX_SHARE = 0.5  # at most this share of the usable clock on one move
+
+
+def move_budget(
+    remaining: float,
+    increment: float = 0.0,
+    moves_to_go: int | None = None,
+    overhead: float = DEFAULT_OVERHEAD,
+    expected_moves: int = DEFAULT_EXPECTED_MOVES,
+) -> float:
+    """Seconds of thinking for this move (see the module docstring for the policy).
+
+    Negative clock readings (a lagging server may send them) count as 0; so does a negative
+    increment.  ``moves_to_go`` of 0 or less is read as 1 (this move ends the control).
+
+    >>> round(move_budget(60.0), 3)  # 1+0, first move
+    1.897
+    >>> move_budget(0.5)  # the pool is spent: answer with the root evaluation only
+    0.0
+    >>> round(move_budget(10.0, moves_to_go=1), 3)  # last move before the control: use it
+    9.8
+    """
+    if overhead < 0:
+        raise ValueError(f"overhead must be >= 0 seconds, got {overhead}")
+    if expected_moves < 1:
+        raise ValueError(f"expected_moves must be >= 1, got {expected_moves}")
+    remaining = max(0.0, remaining)
+    increment = max(0.0, increment)
+    sudden_death = moves_to_go is None
+    horizon = expected_moves if moves_to_go is None else max(1, moves_to_go)
+    pool = remaining + increment * (horizon - 1) - overhead * (horizon + 1)
+    budget = pool / horizon
+    usable = remaining - overhead
+    if sudden_death:
+        usable *= SUDDEN_DEATH_MAX_SHARE
+    return max(0.0, min(budget, usable))

@@ -1,0 +1,27 @@
+"""`klent uci [--model PATH]`: play chess as a UCI engine on stdin/stdout (GUIs, lichess-bot)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from klent import __version__
+from klent.cli import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        help="chess ONNX model (default: weights/chess.onnx; the ModelFile option changes it)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here, so that `klent uci --help` answers without loading onnxruntime and numba.
+    from protocols.uci import UciEngine
+
+    if args.model is not None and not Path(args.model).is_file():
+        raise CommandError(f"no model file {args.model!r}")
+    engine = UciEngine(sys.stdout, model=args.model, name=f"klent {__version__}")
+    return engine.run(sys.stdin.buffer)

@@ -1,0 +1,698 @@
+"""UCI (Universal Chess Interface) front end: text commands in, `Player` calls, text out.
+
+Chess GUIs (cutechess, Arena, BanksiaGUI, Nibbler) and the lichess-bot bridge drive engines
+over UCI and expect the conventions Stockfish and Leela Chess Zero follow; this module follows
+them.  The main thread reads commands; a ``go`` starts one search thread, so ``stop``,
+``ponderhit``, ``isready`` and ``quit`` are answered while it thinks.  Nothing the GUI sends can
+end the process: a malformed or unknown command is answered with ``info string <reason>`` and
+the engine keeps its state (an illegal move in ``position`` keeps the previous position).
+
+How a ``go`` is searched (all through `engine.player.Player.decide`):
+
+* a time budget comes from ``movetime`` (minus ``Move Overhead``) and from the clock
+  (``wtime``/``btime``/``winc``/``binc``/``movestogo``, see `engine.timecontrol`); with both,
+  the smaller one;
+* ``nodes`` is the number of simulations; the ``Simulations`` option, when not 0, caps every
+  search, and a ``go`` with no limit at all runs `DEFAULT_SIMULATIONS` (or ``Simulations``);
+* a limited search of up to `LONG_SEARCH` seconds (or of ``nodes``) is one Gumbel search
+  planned for its budget;
+* ``depth``, ``infinite``, ``ponder`` and longer timed searches run successive searches on the
+  same tree with growing budgets (doubling until one takes about `INFO_INTERVAL` seconds),
+  printing ``info`` after each, until the PV is ``depth`` plies long, the time is up, or
+  ``stop`` / ``ponderhit`` arrive.  ``go infinite`` and ``go ponder`` never answer before
+  ``stop`` / ``ponderhit``;
+* on ``ponderhit`` the budget of the ``go ponder`` clock counts from the ``go ponder`` command,
+  as in Stockfish: the time spent pondering was thinking about this very move, so the engine
+  answers at once when it pondered longer than the budget;
+* ``Hash`` is the memory for the search tree in MB, as in other engines: every ``go`` stops
+  growing the tree at ``Hash`` / `NODE_BYTES` simulations (a chess node keeps its position,
+  about 7.5 KB), and an open-ended search then waits for ``stop``;
+* ``searchmoves`` chooses among the listed moves from the search's analysis.
+
+Scores: the value v in [-1, 1] of a move (its searched Q) becomes centipawns through
+`centipawns` (Leela's monotone map: a one-pawn advantage is v = 0.47) and, with
+``UCI_ShowWDL``, a win/draw/loss estimate through `wdl`.  A PV that ends in checkmate is
+reported as ``score mate N`` (N moves, negative when the side to move is mated).
+``info depth`` is the PV length in plies and ``seldepth`` the depth of the search tree.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Literal, TextIO
+
+import numpy as np
+
+import engine.games
+from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.network import default_threads
+from engine.player import Decision, MoveStat, PlayOptions, Player, model_path_for
+from engine.search.reactive import reactive
+from engine.search.tree import SearchTree
+from engine.timecontrol import move_budget
+
+DEFAULT_SIMULATIONS = 800  # a `go` without any limit
+NODE_BYTES = 7_500  # memory of one search-tree node of chess (mostly its position)
+DEFAULT_HASH_MB = 768  # about 107 000 simulations
+MAX_SIMULATIONS = 10_000_000  # the largest Simulations setting
+FIRST_ITERATION = 64  # simulations of the first search of an open-ended `go`
+INFO_INTERVAL = 1.0  # seconds an iteration of an open-ended search aims at
+LONG_SEARCH = 5.0  # timed searches longer than this are iterated (info lines, memory cap)
+MAX_CENTIPAWNS = 12_800  # |cp| of a certain win; mate scores are reported as `mate`
+QUIT_JOIN_SECONDS = 5.0
+
+Kind = Literal["check", "spin", "combo", "string"]
+
+
+@dataclass(frozen=True)
+class UciOption:
+    """One engine option as the ``uci`` command declares it."""
+
+    name: str
+    kind: Kind
+    default: bool | int | str
+    minimum: int = 0
+    maximum: int = 0
+    choices: tuple[str, ...] = ()
+
+    def declaration(self) -> str:
+        default = str(self.default).lower() if self.kind == "check" else str(self.default)
+        text = f"option name {self.name} type {self.kind} default {default or '<empty>'}"
+        if self.kind == "spin":
+            text += f" min {self.minimum} max {self.maximum}"
+        text += "".join(f" var {choice}" for choice in self.choices)
+        return text
+
+    def parse(self, text: str) -> bool | int | str:
+        """The value of ``setoption ... value <text>``; ValueError saying why it is refused."""
+        if self.kind == "string":
+            return "" if text == "<empty>" else text
+        if self.kind == "check":
+            if text.lower() not in ("true", "false"):
+                raise ValueError(f"{self.name} takes true or false, not {text!r}")
+            return text.lower() == "true"
+        if self.kind == "combo":
+            for choice in self.choices:
+                if choice.lower() == text.lower():
+                    return choice
+            raise ValueError(f"{self.name} takes one of {', '.join(self.choices)}, not {text!r}")
+        try:
+            number = int(text)
+        except ValueError:
+            raise ValueError(f"{self.name} takes an integer, not {text!r}") from None
+        if not self.minimum <= number <= self.maximum:
+            raise ValueError(f"{self.name} must be within {self.minimum}..{self.maximum}, not {number}")
+        return number
+
+
+def uci_options(model: str) -> list[UciOption]:
+    """The options ``uci`` declares, with ``model`` as the default model file."""
+    return [
+        UciOption("ModelFile", "string", model),
+        UciOption("Threads", "spin", default_threads(), 1, 64),
+        UciOption("MultiPV", "spin", 1, 1, 256),
+        UciOption("Ponder", "check", False),
+        UciOption("UCI_ShowWDL", "check", False),
+        UciOption("Move Overhead", "spin", 100, 0, 10_000),
+        UciOption("SearchMode", "combo", "gumbel", choices=("gumbel", "reactive")),
+        UciOption("Simulations", "spin", 0, 0, MAX_SIMULATIONS),
+        UciOption("Hash", "spin", DEFAULT_HASH_MB, 1, 1 << 20),
+    ]
+
+
+def centipawns(value: float) -> int:
+    """Centipawns of a value in [-1, 1] from the side to move's view.
+
+    cp = 111.714640912 * tan(1.5620688421 * v), the mapping Leela Chess Zero used for its
+    value head: strictly increasing on [-1, 1] (1.562 < pi/2), odd, 100 cp (a pawn) at
+    v = 0.47, 36 cp at v = 0.2, reaching +-12 800 at v = +-1 (the result is clamped there).
+    """
+    v = min(1.0, max(-1.0, float(value)))
+    cp = 111.714640912 * math.tan(1.5620688421 * v)
+    return int(round(min(MAX_CENTIPAWNS, max(-MAX_CENTIPAWNS, cp))))
+
+
+def wdl(value: float) -> tuple[int, int, int]:
+    """Win/draw/loss in permille for a value in [-1, 1] (expected score (1 + v) / 2).
+
+    The networks predict the expected outcome only, so the draw share is a convention: half of
+    the probability mass that the value leaves undecided, D = (1 - |v|) / 2, and W - L = v.
+    W, D and L are never negative and sum to 1000.
+    """
+    v = min(1.0, max(-1.0, float(value)))
+    draw = (1.0 - abs(v)) / 2.0
+    win = round(1000 * (1.0 + v - draw) / 2.0)
+    d = round(1000 * draw)
+    return win, d, 1000 - win - d
+
+
+@dataclass
+class GoCommand:
+    """The limits of one ``go`` (times in milliseconds, as sent)."""
+
+    wtime: int | None = None
+    btime: int | None = None
+    winc: int | None = None
+    binc: int | None = None
+    movestogo: int | None = None
+    depth: int | None = None
+    nodes: int | None = None
+    movetime: int | None = None
+    infinite: bool = False
+    ponder: bool = False
+    searchmoves: list[int] = field(default_factory=list)
+
+
+_GO_NUMBERS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "movetime")
+_GO_CLOCKS = ("wtime", "btime", "winc", "binc")  # may be negative (a lagging server): read as 0
+_GO_KEYWORDS = frozenset((*_GO_NUMBERS, "infinite", "ponder", "searchmoves", "mate"))
+
+
+def parse_go(tokens: list[str], state: State, complain: Callable[[str], None]) -> GoCommand:
+    """Read the arguments of ``go``; bad parts are reported through ``complain`` and skipped.
+
+    A GUI waits for ``bestmove`` after any ``go``, so a partly malformed ``go`` still searches
+    with the limits that could be read.
+    """
+    go = GoCommand()
+    game = state.game
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token in _GO_NUMBERS:
+            text = tokens[i] if i < len(tokens) else ""
+            try:
+                number = int(text)
+            except ValueError:
+                complain(f"go: {token} needs an integer, got {text or 'nothing'!r}; ignored")
+                continue
+            i += 1
+            if number < 0 and token not in _GO_CLOCKS:
+                complain(f"go: {token} must not be negative, got {number}; ignored")
+                continue
+            setattr(go, token, max(0, number))
+        elif token in ("infinite", "ponder"):
+            setattr(go, token, True)
+        elif token == "mate":
+            complain("go: mate searches are not supported; searching normally")
+            if i < len(tokens) and tokens[i].lstrip("-").isdigit():
+                i += 1
+        elif token == "searchmoves":
+            while i < len(tokens) and tokens[i] not in _GO_KEYWORDS:
+                try:
+                    go.searchmoves.append(game.text_to_action(state, tokens[i]))
+                except (GameFormatError, IllegalMoveError) as error:
+                    complain(f"go searchmoves: {error}; ignored")
+                i += 1
+        else:
+            complain(f"go: unknown token {token!r}; ignored")
+    return go
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The option values a search reads, copied when it starts."""
+
+    multipv: int
+    show_wdl: bool
+    ponder: bool  # the GUI will ponder on our expected reply
+    reactive: bool
+    simulations: int  # the Simulations option (0: not set)
+    overhead: float  # seconds
+    hash_mb: int  # memory for the search tree
+
+    @property
+    def cap(self) -> int:
+        """Most simulations of one ``go``: the Simulations option within the Hash memory."""
+        room = max(1, self.hash_mb * 2**20 // NODE_BYTES)
+        return min(self.simulations, room) if self.simulations else room
+
+
+@dataclass(frozen=True)
+class _Line:
+    """One analysed move: the ``multipv`` line of an ``info``."""
+
+    move: str
+    q: float
+    pv: list[str]
+
+
+class _Job:
+    """One ``go``: its position, limits, and the events the main thread signals it with.
+
+    ``interrupt`` ends the running ``decide`` call (stop, quit, ponderhit); ``stopped`` says the
+    whole search must end; ``ponderhit`` that the pondered move was played.
+    """
+
+    def __init__(self, player: Player, state: State, go: GoCommand, settings: _Settings,
+                 start: float, budget: float | None) -> None:
+        self.player = player
+        self.state = state
+        self.go = go
+        self.settings = settings
+        self.start = start
+        self.budget = budget
+        self.interrupt = threading.Event()
+        self.stopped = threading.Event()
+        self.ponderhit = threading.Event()
+        self.simulations = 0
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.interrupt.set()
+
+    def resume(self) -> None:
+        """Clear the interrupt after a ponderhit, unless a stop came meanwhile."""
+        self.interrupt.clear()
+        if self.stopped.is_set():
+            self.interrupt.set()
+
+    @property
+    def deadline(self) -> float | None:
+        return None if self.budget is None else self.start + self.budget
+
+
+class UciEngine:
+    """A UCI chess engine over one `Player`; `run` serves a command stream until ``quit``."""
+
+    def __init__(self, output: TextIO, model: str | Path | None = None,
+                 name: str = "klent", author: str = "the klent authors") -> None:
+        self.output = output
+        self.name = name
+        self.author = author
+        self.game = engine.games.get("chess", max_moves=None, claim_draws=False)
+        default_model = str(model) if model is not None else str(model_path_for(self.game))
+        self.options = {option.name.lower(): option for option in uci_options(default_model)}
+        self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}
+        self._player: Player | None = None
+        self._player_key: tuple[str, int] | None = None
+        self._position_key = "startpos"
+        self._initial: State = self.game.initial_state()
+        self._actions: list[int] = []
+        self._lock = threading.Lock()  # guards _job and keeps output lines whole
+        self._job: _Job | None = None
+        self._thread: threading.Thread | None = None
+        self._handlers: dict[str, Callable[[list[str]], None]] = {
+            "uci": self._uci,
+            "debug": lambda args: None,
+            "isready": self._isready,
+            "setoption": self._setoption,
+            "register": lambda args: None,
+            "ucinewgame": self._ucinewgame,
+            "position": self._position,
+            "go": self._go,
+            "stop": self._stop,
+            "ponderhit": self._ponderhit,
+        }
+
+    # --- the command loop ------------------------------------------------------------------
+
+    def run(self, stream: BinaryIO) -> int:
+        """Serve commands from ``stream`` until ``quit`` or end of input; returns 0."""
+        for raw in iter(stream.readline, b""):
+            if not self.handle(raw.decode("utf-8", errors="replace")):
+                break
+        self.shutdown()
+        return 0
+
+    def handle(self, line: str) -> bool:
+        """Execute one command line; False once it was ``quit``.
+
+        As the UCI specification asks, unknown tokens before a command are skipped (and
+        reported), so "joho debug on" is "debug on".
+        """
+        tokens = line.split()
+        if not tokens:
+            return True
+        skipped = 0
+        while skipped < len(tokens) and tokens[skipped] not in self._handlers and tokens[skipped] != "quit":
+            skipped += 1
+        if skipped:
+            self._info(f"unknown command {' '.join(tokens[:skipped])[:80]!r}; ignored")
+        if skipped == len(tokens):
+            return True
+        command, args = tokens[skipped], tokens[skipped + 1 :]
+        if command == "quit":
+            return False
+        try:
+            self._handlers[command](args)
+        except Exception as error:  # noqa: BLE001 - whatever goes wrong, the engine keeps serving
+            self._info(f"{command} failed: {type(error).__name__}: {error}")
+        return True
+
+    def shutdown(self) -> None:
+        """Stop a running search and wait (briefly) for its thread."""
+        with self._lock:
+            job, thread = self._job, self._thread
+        if job is not None:
+            job.stop()
+        if thread is not None:
+            thread.join(QUIT_JOIN_SECONDS)
+
+    # --- output ------------------------------------------------------------------------------
+
+    def _write(self, line: str) -> None:
+        try:
+            self.output.write(line + "\n")
+            self.output.flush()
+        except (OSError, ValueError):  # the GUI went away; the end of input will follow
+            pass
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            self._write(line)
+
+    def _info(self, message: str) -> None:
+        self._send("info string " + " ".join(str(message).split()))
+
+    # --- commands ----------------------------------------------------------------------------
+
+    def _uci(self, args: list[str]) -> None:
+        lines = [f"id name {self.name}", f"id author {self.author}"]
+        lines += [option.declaration() for option in self.options.values()]
+        for line in [*lines, "uciok"]:
+            self._send(line)
+
+    def _isready(self, args: list[str]) -> None:
+        if not self._searching():
+            self._load_player()
+        self._send("readyok")
+
+    def _setoption(self, args: list[str]) -> None:
+        if not args or args[0] != "name":
+            self._info("setoption: expected 'setoption name <name> [value <value>]'")
+            return
+        rest = args[1:]
+        split = rest.index("value") if "value" in rest else len(rest)
+        name, value = " ".join(rest[:split]), " ".join(rest[split + 1 :])
+        option = self.options.get(name.lower())
+        if option is None:
+            self._info(f"setoption: no option {name!r}; options: {', '.join(o.name for o in self.options.values())}")
+            return
+        if split == len(rest) and option.kind != "string":
+            self._info(f"setoption: {option.name} needs a value")
+            return
+        try:
+            self.values[option.name.lower()] = option.parse(value)
+        except ValueError as error:
+            self._info(f"setoption: {error}; unchanged")
+
+    def _ucinewgame(self, args: list[str]) -> None:
+        # A fresh initial state: the player drops its search tree of the previous game.
+        self._position_key = "startpos"
+        self._initial = self.game.initial_state()
+        self._actions = []
+
+    def _position(self, args: list[str]) -> None:
+        """``position startpos|fen <FEN> [moves m1 m2 ...]``; nothing changes on any error."""
+        if not args or args[0] not in ("startpos", "fen"):
+            self._info("position: expected 'position startpos|fen <fen> [moves ...]'; position unchanged")
+            return
+        split = args.index("moves") if "moves" in args else len(args)
+        if args[0] == "startpos":
+            key, extra = "startpos", args[1:split]
+            if extra:
+                self._info(f"position: unexpected {' '.join(extra)[:80]!r} after startpos; position unchanged")
+                return
+        else:
+            key = "fen " + " ".join(args[1:split])
+        moves = args[split + 1 :]
+        try:
+            if key == self._position_key:
+                initial = self._initial
+            elif key == "startpos":
+                initial = self.game.initial_state()
+            else:
+                initial = self.game.from_fen(key[4:])
+        except GameFormatError as error:
+            self._info(f"position: {error}; position unchanged")
+            return
+        actions, state = [], initial
+        for number, text in enumerate(moves, start=1):
+            try:
+                action = self.game.text_to_action(state, text)
+            except (GameFormatError, IllegalMoveError) as error:
+                self._info(f"position: move {number} of the list: {error}; position unchanged")
+                return
+            state = state.play(action)
+            actions.append(action)
+        self._position_key, self._initial, self._actions = key, initial, actions
+
+    def _go(self, args: list[str]) -> None:
+        start = time.perf_counter()
+        if self._searching():
+            self._info("go: already searching (send stop first); ignored")
+            return
+        state = self._current_state()
+        go = parse_go(args, state, self._info)
+        player = self._load_player()
+        if player is None or state.is_terminal:
+            if state.is_terminal:
+                mated = state.outcome() != 0
+                self._send(f"info depth 0 score {'mate 0' if mated else 'cp 0'}")
+            self._send("bestmove (none)")
+            return
+        player.set_position(self._initial, self._actions)
+        settings = self._settings()
+        job = _Job(player, state, go, settings, start, _time_budget(go, state.to_play, settings.overhead))
+        thread = threading.Thread(target=self._think, args=(job,), name="uci-search", daemon=True)
+        with self._lock:
+            self._job, self._thread = job, thread
+        thread.start()
+
+    def _stop(self, args: list[str]) -> None:
+        with self._lock:
+            job = self._job
+        if job is not None:
+            job.stop()
+
+    def _ponderhit(self, args: list[str]) -> None:
+        with self._lock:
+            job = self._job
+        if job is None or not job.go.ponder or job.ponderhit.is_set():
+            self._info("ponderhit: not pondering; ignored")
+            return
+        job.ponderhit.set()
+        if not job.go.infinite:
+            job.interrupt.set()
+
+    # --- state helpers -----------------------------------------------------------------------
+
+    def _searching(self) -> bool:
+        with self._lock:
+            return self._job is not None
+
+    def _current_state(self) -> State:
+        state = self._initial
+        for action in self._actions:
+            state = state.play(action)
+        return state
+
+    def _settings(self) -> _Settings:
+        return _Settings(
+            multipv=int(self.values["multipv"]),
+            show_wdl=bool(self.values["uci_showwdl"]),
+            ponder=bool(self.values["ponder"]),
+            reactive=self.values["searchmode"] == "reactive",
+            simulations=int(self.values["simulations"]),
+            overhead=int(self.values["move overhead"]) / 1000.0,
+            hash_mb=int(self.values["hash"]),
+        )
+
+    def _load_player(self) -> Player | None:
+        """The player for the current ModelFile and Threads, loading it when they changed."""
+        key = (str(self.values["modelfile"]), int(self.values["threads"]))
+        if self._player is not None and self._player_key == key:
+            return self._player
+        self._player, self._player_key = None, None
+        if not key[0]:
+            self._info("no model: set the ModelFile option to a chess .onnx model")
+            return None
+        try:
+            self._player = Player.load(self.game, model=key[0], threads=key[1])
+        except (OSError, ValueError) as error:
+            self._info(f"cannot load model {key[0]}: {error}")
+            return None
+        self._player_key = key
+        return self._player
+
+    # --- the search thread ---------------------------------------------------------------------
+
+    def _think(self, job: _Job) -> None:
+        """Search, report, answer ``bestmove`` (always, even if the search failed)."""
+        try:
+            decision = self._search(job)
+            lines = self._lines(job, decision)
+            answer = f"bestmove {lines[0].move}"
+            ponder = _expected_reply(job, decision.result.tree, lines[0].pv)
+            if ponder is not None:
+                answer += f" ponder {ponder}"
+        except Exception as error:  # noqa: BLE001 - the GUI must get its bestmove regardless
+            self._info(f"search failed: {type(error).__name__}: {error}")
+            answer = "bestmove (none)"
+        with self._lock:
+            self._job = None
+            self._write(answer)
+
+    def _search(self, job: _Job) -> Decision:
+        go = job.go
+        if go.infinite or go.ponder:
+            decision = self._iterate(job, deadline=None, depth=None)
+            job.interrupt.wait()
+            if job.stopped.is_set() or go.infinite:
+                return decision
+            job.resume()
+            if job.deadline is not None and time.perf_counter() >= job.deadline:
+                return decision  # pondered for longer than this move's whole budget
+        long_search = go.nodes is None and job.budget is not None and job.budget > LONG_SEARCH
+        if go.depth is not None or job.settings.reactive or long_search:
+            return self._iterate(job, deadline=job.deadline, depth=go.depth)
+        simulations = go.nodes if go.nodes is not None else job.settings.simulations or None
+        if simulations is None and job.deadline is None:
+            simulations = DEFAULT_SIMULATIONS
+        remaining = None if job.deadline is None else max(0.0, job.deadline - time.perf_counter())
+        decision = self._decide(job, None if simulations is None else min(simulations, job.settings.cap), remaining)
+        self._report(job, decision)
+        return decision
+
+    def _iterate(self, job: _Job, deadline: float | None, depth: int | None) -> Decision:
+        """Successive searches on one tree with growing budgets, reporting after each.
+
+        Ends when interrupted, at ``deadline``, once the PV is ``depth`` plies long or ends the
+        game, or when the simulation cap (``nodes``, ``Simulations``, ``Hash``) is spent.
+        """
+        cap = job.settings.cap if job.go.nodes is None else min(job.go.nodes, job.settings.cap)
+        size = FIRST_ITERATION
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            began = time.perf_counter()
+            decision = self._decide(job, max(0, min(size, cap - job.simulations)), remaining)
+            took = time.perf_counter() - began
+            self._report(job, decision)
+            done = (
+                job.settings.reactive
+                or job.interrupt.is_set()
+                or job.simulations >= cap
+                or (deadline is not None and time.perf_counter() >= deadline)
+                or (depth is not None and len(decision.pv) >= depth)
+                or (depth is not None and _played_out(job.state, decision.pv).is_terminal)
+            )
+            if done:
+                return decision
+            rate = decision.simulations / max(took, 1e-3)
+            size = max(FIRST_ITERATION, min(2 * size, int(rate * INFO_INTERVAL)))
+
+    def _decide(self, job: _Job, simulations: int | None, seconds: float | None) -> Decision:
+        settings = job.settings
+        top = len(job.state.legal_actions()) if job.go.searchmoves else settings.multipv
+        if settings.reactive:
+            options = PlayOptions(mode="reactive", top_moves=top)
+        else:
+            options = PlayOptions(mode="search", simulations=simulations, time=seconds, top_moves=top)
+        decision = job.player.decide(options, stop=job.interrupt)
+        job.simulations += decision.simulations
+        return decision
+
+    # --- reporting -----------------------------------------------------------------------------
+
+    def _lines(self, job: _Job, decision: Decision) -> list[_Line]:
+        """The analysed moves to report, best first (the player lists the chosen move first).
+
+        With ``searchmoves`` only those moves are candidates.
+        """
+        stats: list[MoveStat] = list(decision.top_moves)
+        allowed = set(job.go.searchmoves)
+        if allowed:
+            stats = [s for s in stats if s.action in allowed] or stats
+        return [_Line(stat.move, stat.q, stat.pv) for stat in stats[: job.settings.multipv]]
+
+    def _report(self, job: _Job, decision: Decision) -> None:
+        elapsed = time.perf_counter() - job.start
+        nodes = job.simulations
+        seldepth = _tree_depth(decision.result.tree)
+        for rank, line in enumerate(self._lines(job, decision), start=1):
+            mate = _mate_in(job.state, line.pv)
+            score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q)}"
+            if job.settings.show_wdl:
+                score += " wdl {} {} {}".format(*wdl(line.q))
+            self._send(
+                f"info depth {len(line.pv)} seldepth {max(seldepth, len(line.pv))} multipv {rank} "
+                f"score {score} nodes {nodes} nps {int(nodes / max(elapsed, 1e-3))} "
+                f"time {int(elapsed * 1000)} pv {' '.join(line.pv)}"
+            )
+
+
+def _time_budget(go: GoCommand, to_play: int, overhead: float) -> float | None:
+    """Seconds this move may take by ``movetime`` and by the clock (the smaller), or None."""
+    budgets = []
+    if go.movetime is not None:
+        budgets.append(max(0.0, go.movetime / 1000.0 - overhead))
+    clock = go.wtime if to_play == 0 else go.btime
+    if clock is not None:
+        increment = (go.winc if to_play == 0 else go.binc) or 0
+        budgets.append(move_budget(clock / 1000.0, increment / 1000.0, go.movestogo or None, overhead))
+    return min(budgets) if budgets else None
+
+
+def _played_out(state: State, pv: Iterable[str]) -> State:
+    """The position at the end of a PV (a PV never continues past the end of the game)."""
+    for text in pv:
+        state = state.play(state.game.text_to_action(state, text))
+    return state
+
+
+def _mate_in(state: State, pv: list[str]) -> int | None:
+    """Moves to the won or lost end the PV reaches (checkmate in chess), counted the UCI way:
+    N > 0 if the side to move wins in N of its moves, -N if it loses after N of its moves."""
+    end = _played_out(state, pv)
+    if not end.is_terminal or end.outcome() == 0:
+        return None
+    moves = (len(pv) + 1) // 2
+    return moves if end.reward_for(state.to_play) > 0 else -moves
+
+
+def _expected_reply(job: _Job, tree: SearchTree | None, pv: list[str]) -> str | None:
+    """The move to ponder on, or None.
+
+    The PV's second move; after a search too short to have one, the policy's favourite reply,
+    read from the tree if the search evaluated that position, else (only when the GUI ponders,
+    since it costs a network evaluation) from a reactive evaluation.
+    """
+    if len(pv) > 1:
+        return pv[1]
+    game = job.state.game
+    action = game.text_to_action(job.state, pv[0])
+    after = job.state.play(action)
+    if after.is_terminal:
+        return None
+    node = tree.advance([action]) if tree is not None else None
+    if node is not None:
+        forest = node.forest
+        edges = forest.children(node.node)
+        reply = int(forest.action[edges][int(forest.prior[edges].argmax())])
+    elif job.settings.ponder:
+        reply = reactive(after, job.player.evaluator).action
+    else:
+        return None
+    return game.action_to_text(after, reply)
+
+
+def _tree_depth(tree: SearchTree | None) -> int:
+    """Plies from the root to the deepest node of a searched tree (0 without a tree)."""
+    if tree is None:
+        return 0
+    forest = tree.forest
+    parent = forest.parent[: forest.num_nodes]
+    has_parent = parent >= 0
+    depth = np.zeros(parent.size, dtype=np.int64)
+    while True:
+        deeper = np.where(has_parent, depth[parent] + 1, 0)
+        if np.array_equal(deeper, depth):
+            return int(depth.max()) if depth.size else 0
+        depth = deeper

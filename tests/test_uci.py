@@ -1,0 +1,552 @@
+"""`klent uci` driven as GUIs and lichess-bot drive it: python-chess's `chess.engine` client,
+raw protocol lines (malformed input, ponderhit), a hypothesis fuzz over the command grammar,
+and full games against Stockfish.
+
+The model is the small untrained network of the `untrained_model` fixture: these tests check
+the protocol and the engine's behaviour, not its strength.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import chess
+import chess.engine
+import chess.pgn
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocols.uci import NODE_BYTES, centipawns, wdl
+
+START = chess.Board()
+
+
+@pytest.fixture(scope="module")
+def model(untrained_model) -> str:
+    return untrained_model("chess")
+
+
+@pytest.fixture(scope="module")
+def command(model: str) -> list[str]:
+    return [sys.executable, "-m", "klent", "uci", "--model", model]
+
+
+@pytest.fixture(scope="module")
+def engine(command: list[str]) -> Iterator[chess.engine.SimpleEngine]:
+    """One engine for the python-chess tests; each test leaves its options as it found them."""
+    uci = chess.engine.SimpleEngine.popen_uci(command, timeout=60)
+    try:
+        yield uci
+    finally:
+        uci.quit()
+
+
+class RawEngine:
+    """`klent uci` as a subprocess spoken to line by line, with timeouts on every answer."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, bufsize=1,
+        )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def send(self, *lines: str) -> None:
+        assert self.process.stdin is not None
+        for line in lines:
+            self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def until(self, done: Callable[[str], bool], timeout: float) -> list[str]:
+        """Lines up to and including the first that satisfies ``done``."""
+        deadline = time.monotonic() + timeout
+        seen: list[str] = []
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no answer within {timeout} s; got {seen[-5:]}") from None
+            if line is None:
+                raise AssertionError(f"engine exited ({self.process.poll()}); got {seen[-5:]}")
+            seen.append(line)
+            if done(line):
+                return seen
+
+    def ready(self, timeout: float = 30.0) -> list[str]:
+        self.send("isready")
+        return self.until(lambda line: line == "readyok", timeout)
+
+    def quiet_for(self, seconds: float) -> list[str]:
+        """Everything printed during ``seconds`` (the engine must stay alive)."""
+        time.sleep(seconds)
+        out = []
+        while not self.lines.empty():
+            line = self.lines.get()
+            assert line is not None, "engine exited"
+            out.append(line)
+        return out
+
+    def close(self) -> int:
+        try:
+            self.send("quit")
+        except (BrokenPipeError, OSError):
+            pass
+        try:
+            return self.process.wait(timeout=10)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+
+
+@pytest.fixture
+def raw(command: list[str]) -> Iterator[RawEngine]:
+    process = RawEngine(command)
+    try:
+        yield process
+    finally:
+        process.close()
+
+
+def is_bestmove(line: str) -> bool:
+    return line.startswith("bestmove")
+
+
+def bestmove(lines: list[str]) -> str:
+    return lines[-1].split()[1]
+
+
+def test_klent_uci_starts_without_torch_or_fastapi(model: str) -> None:
+    script = (
+        "import sys; from klent.cli import main; main(['uci', '--model', sys.argv[1]]); "
+        "print(sorted(m for m in ('torch', 'fastapi', 'training') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", script, model], input="isready\nquit\n",
+                            capture_output=True, text=True, timeout=60)
+    assert result.stdout.splitlines()[-2:] == ["readyok", "[]"], result.stdout + result.stderr
+
+
+def test_missing_model_argument_is_one_line_error(tmp_path) -> None:
+    result = subprocess.run([sys.executable, "-m", "klent", "uci", "--model", str(tmp_path / "none.onnx")],
+                            input="quit\n", capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "none.onnx" in result.stderr
+
+
+# --- scores -------------------------------------------------------------------------------------
+
+
+def test_centipawns_is_monotone_odd_and_capped() -> None:
+    values = [i / 100 for i in range(-100, 101)]
+    cps = [centipawns(v) for v in values]
+    assert cps == sorted(cps) and len(set(cps)) > 150
+    assert centipawns(0.0) == 0 and centipawns(0.5) == -centipawns(-0.5) > 0
+    assert 95 <= centipawns(0.47) <= 105  # a pawn
+    assert centipawns(1.0) == centipawns(2.0) == 12_800
+
+
+def test_wdl_sums_to_1000_and_follows_the_value() -> None:
+    for v in (-1.0, -0.3, 0.0, 0.01, 0.7, 1.0):
+        w, d, l = wdl(v)
+        assert min(w, d, l) >= 0 and w + d + l == 1000
+        assert abs((w - l) / 1000 - v) < 0.002
+    assert wdl(1.0) == (1000, 0, 0) and wdl(-1.0) == (0, 0, 1000)
+
+
+# --- python-chess as the client ------------------------------------------------------------
+
+
+def test_handshake_declares_every_option(engine: chess.engine.SimpleEngine) -> None:
+    assert engine.id["name"].startswith("klent")
+    options = engine.options
+    expected = {
+        "ModelFile": "string", "Threads": "spin", "MultiPV": "spin", "Ponder": "check",
+        "UCI_ShowWDL": "check", "Move Overhead": "spin", "SearchMode": "combo", "Simulations": "spin",
+        "Hash": "spin",
+    }
+    for name, kind in expected.items():
+        assert options[name].type == kind, name
+    assert options["SearchMode"].var == ["gumbel", "reactive"]
+    assert options["MultiPV"].min == 1 and options["Move Overhead"].default == 100
+    assert options["Simulations"].min == 0 and options["Hash"].min == 1
+
+
+def test_analysis_multipv_3(engine: chess.engine.SimpleEngine) -> None:
+    board = chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")
+    infos = engine.analyse(board, chess.engine.Limit(nodes=200), multipv=3)
+    assert len(infos) == 3
+    assert [info["multipv"] for info in infos] == [1, 2, 3]
+    first_moves = [info["pv"][0] for info in infos]
+    assert len(set(first_moves)) == 3
+    for info in infos:
+        check = board.copy()
+        for move in info["pv"]:
+            assert move in check.legal_moves
+            check.push(move)
+        assert info["depth"] == len(info["pv"]) and info["seldepth"] >= info["depth"]
+        assert info["nodes"] == 200 and "score" in info and info["time"] >= 0
+
+
+def test_searchmoves_restricts_the_choice(engine: chess.engine.SimpleEngine) -> None:
+    allowed = [chess.Move.from_uci("a2a3"), chess.Move.from_uci("h2h4")]
+    for _ in range(2):
+        result = engine.play(START, chess.engine.Limit(nodes=64), root_moves=allowed)
+        assert result.move in allowed
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [
+        chess.engine.Limit(nodes=48),
+        chess.engine.Limit(time=0.4),
+        chess.engine.Limit(depth=3),
+        chess.engine.Limit(white_clock=3.0, black_clock=3.0, white_inc=0.1, black_inc=0.1),
+        chess.engine.Limit(white_clock=2.0, black_clock=5.0, remaining_moves=2),
+    ],
+    ids=["nodes", "movetime", "depth", "clock-increment", "clock-movestogo"],
+)
+def test_go_with_each_limit_kind(engine: chess.engine.SimpleEngine, limit: chess.engine.Limit) -> None:
+    board = chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2")
+    began = time.perf_counter()
+    result = engine.play(board, limit, info=chess.engine.INFO_ALL)
+    took = time.perf_counter() - began
+    assert result.move in board.legal_moves
+    assert result.ponder is None or result.ponder in _after(board, result.move).legal_moves
+    info = result.info
+    if limit.nodes is not None:
+        assert info["nodes"] == limit.nodes
+    if limit.time is not None:
+        assert 0.15 <= took <= limit.time + 0.35  # uses the budget (movetime - overhead)
+    if limit.depth is not None:
+        assert info["depth"] >= limit.depth
+    if limit.white_clock is not None:
+        # Never more than the clock allows (half of it in sudden death), yet it did search.
+        cap = limit.white_clock / 2 if limit.remaining_moves is None else limit.white_clock
+        assert took < cap and info["nodes"] > 0
+
+
+def test_go_infinite_until_stop_and_stop_is_prompt(engine: chess.engine.SimpleEngine) -> None:
+    with engine.analysis(START) as analysis:
+        deadline = time.monotonic() + 10
+        seen = 0
+        for info in analysis:  # several reports while it searches
+            if "pv" in info:
+                seen += 1
+            if seen >= 3 or time.monotonic() > deadline:
+                break
+        assert seen >= 3
+        began = time.perf_counter()
+        analysis.stop()
+        best = analysis.wait()
+        stopped_in = time.perf_counter() - began
+    assert best.move in START.legal_moves
+    assert stopped_in < 0.5, f"bestmove came {stopped_in:.2f} s after stop"
+
+
+def test_ponder_then_ponderhit(engine: chess.engine.SimpleEngine, caplog: pytest.LogCaptureFixture) -> None:
+    # python-chess sends `go ponder` after a move played with ponder=True, and `ponderhit` when
+    # the next move is asked for in the position it pondered.
+    caplog.set_level(logging.DEBUG, logger="chess.engine")
+    game = object()
+    board = chess.Board()
+    limit = chess.engine.Limit(white_clock=4.0, black_clock=4.0)
+    first = engine.play(board, limit, ponder=True, game=game)
+    assert first.move in board.legal_moves and first.ponder is not None
+    board.push(first.move)
+    board.push(first.ponder)
+    second = engine.play(board, limit, ponder=True, game=game)
+    assert second.move in board.legal_moves
+    sent = [record.getMessage() for record in caplog.records]
+    assert any("<< go ponder" in text for text in sent)
+    assert any(text.endswith("<< ponderhit") for text in sent)
+    board.push(second.move)
+    board.push(next(iter(board.legal_moves)))  # a different reply: python-chess sends stop
+    third = engine.play(board, limit, game=game)
+    assert third.move in board.legal_moves
+
+
+def test_options_set_and_read_back(engine: chess.engine.SimpleEngine, model: str) -> None:
+    board = chess.Board()
+    try:
+        engine.configure({"Hash": 1})  # 1 MB of tree: the simulations stop there
+        capped = engine.play(board, chess.engine.Limit(nodes=1000), info=chess.engine.INFO_ALL)
+        assert capped.info["nodes"] == 2**20 // NODE_BYTES
+        engine.configure({"Hash": engine.options["Hash"].default, "Simulations": 24})
+        # A `go` without limits runs Simulations.
+        assert engine.play(board, chess.engine.Limit(), info=chess.engine.INFO_ALL).info["nodes"] == 24
+        engine.configure({"UCI_ShowWDL": True})
+        info = engine.analyse(board, chess.engine.Limit(nodes=16))
+        assert sum(info["wdl"].pov(chess.WHITE)) == 1000
+        engine.configure({"SearchMode": "reactive", "Threads": 1, "Move Overhead": 30})
+        reactive = engine.play(board, chess.engine.Limit(nodes=500), info=chess.engine.INFO_ALL)
+        assert reactive.info["nodes"] == 0 and reactive.move in board.legal_moves
+        engine.configure({"ModelFile": model + ".missing"})
+        assert engine.play(board, chess.engine.Limit(nodes=8)).move is None  # bestmove (none): no model
+        engine.configure({"ModelFile": model})
+        assert engine.play(board, chess.engine.Limit(nodes=8)).move in board.legal_moves
+    finally:
+        engine.configure({"Simulations": 0, "Hash": engine.options["Hash"].default,
+                          "UCI_ShowWDL": False, "SearchMode": "gumbel",
+                          "Threads": engine.options["Threads"].default, "Move Overhead": 100,
+                          "ModelFile": model})
+
+
+def _after(board: chess.Board, move: chess.Move) -> chess.Board:
+    board = board.copy()
+    board.push(move)
+    return board
+
+
+# --- raw protocol ------------------------------------------------------------------------------
+
+
+def test_malformed_input_is_answered_and_survived(raw: RawEngine) -> None:
+    raw.send("uci")
+    raw.until(lambda line: line == "uciok", 60)
+    raw.ready()
+    bad = [
+        "xyzzy",
+        "position",
+        "position sideways",
+        "position fen not/a/fen w - - 0 1",
+        "position fen 8/8/8/8/8/8/8/8 w - - 0 1",  # no kings
+        "position startpos garbage",
+        "setoption",
+        "setoption name NoSuchOption value 3",
+        "setoption name MultiPV value many",
+        "setoption name MultiPV value 0",
+        "setoption name Ponder value maybe",
+        "setoption name SearchMode value brute",
+        "ponderhit",
+    ]
+    for line in bad:
+        raw.send(line)
+        answer = raw.until(lambda text: text.startswith("info string"), 10)
+        assert len(answer) == 1, (line, answer)
+    raw.send("position startpos moves e2e4")
+    raw.send("position startpos moves e2e4 e7e5 e2e4")  # illegal third move
+    answer = raw.until(lambda text: text.startswith("info string"), 10)[0]
+    assert "move 3" in answer and "unchanged" in answer
+    raw.send("go nodes 8 wtime soon")
+    lines = raw.until(is_bestmove, 30)
+    assert any("wtime" in line for line in lines if line.startswith("info string"))
+    black_moves = _after(START, chess.Move.from_uci("e2e4")).legal_moves
+    assert chess.Move.from_uci(bestmove(lines)) in black_moves  # the previous position was kept
+    raw.send("position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "go nodes 8")  # stalemate
+    lines = raw.until(is_bestmove, 10)
+    assert lines[-1] == "bestmove (none)" and "score cp 0" in lines[-2]
+    raw.send("position fen 7k/6Q1/6K1/8/8/8/8/8 b - - 0 1", "go")  # checkmated
+    assert raw.until(is_bestmove, 10)[-2].endswith("score mate 0")
+    raw.send("joho debug on")  # unknown leading tokens are skipped, the command runs
+    assert raw.until(lambda text: text.startswith("info string"), 10)[0].endswith("ignored")
+    raw.ready()
+    assert raw.close() == 0
+
+
+def test_mate_is_reported_as_mate(raw: RawEngine) -> None:
+    # Ra8# among 13 legal moves: the search considers all of them and finds the terminal child.
+    raw.send("position fen 2R5/8/k1K5/8/8/8/8/8 w - - 0 1", "go nodes 200")
+    lines = raw.until(is_bestmove, 30)
+    assert bestmove(lines) == "c8a8"
+    assert "score mate 1 " in lines[-2] and lines[-2].endswith("pv c8a8")
+    # Black's only move Ka6 runs into Ra8#: mated after one move of its own.
+    raw.send("position fen 2R5/k7/2K5/8/8/8/8/8 b - - 0 1", "go nodes 200")
+    lines = raw.until(is_bestmove, 30)
+    assert lines[-1] == "bestmove a7a6 ponder c8a8"
+    assert "score mate -1 " in lines[-2] and lines[-2].endswith("pv a7a6 c8a8")
+
+
+def test_go_infinite_and_ponder_wait_for_stop_and_ponderhit(raw: RawEngine) -> None:
+    raw.ready()
+    raw.send("position startpos", "go infinite")
+    assert not any(is_bestmove(line) for line in raw.quiet_for(1.0))
+    raw.send("isready")  # answered during the search
+    raw.until(lambda line: line == "readyok", 1.0)
+    raw.send("stop")
+    raw.until(is_bestmove, 1.0)
+
+    # On a 60 s clock the move budget is about 1.9 s, counted from `go ponder`.
+    after_e4_e5 = chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2")
+    raw.send("position startpos moves e2e4 e7e5", "go ponder wtime 60000 btime 60000")
+    assert not any(is_bestmove(line) for line in raw.quiet_for(0.5))
+    began = time.perf_counter()
+    raw.send("ponderhit")
+    lines = raw.until(is_bestmove, 5.0)
+    assert 0.9 < time.perf_counter() - began < 2.5  # the rest of the budget, not a new one
+    assert chess.Move.from_uci(bestmove(lines)) in after_e4_e5.legal_moves
+
+    raw.send("go ponder wtime 60000 btime 60000")
+    assert not any(is_bestmove(line) for line in raw.quiet_for(2.5))  # pondered past the budget
+    began = time.perf_counter()
+    raw.send("ponderhit")
+    lines = raw.until(is_bestmove, 2.0)
+    assert time.perf_counter() - began < 0.5  # answers at once
+    assert chess.Move.from_uci(bestmove(lines)) in after_e4_e5.legal_moves
+
+
+def test_long_timed_search_reports_progress_and_obeys_stop(raw: RawEngine) -> None:
+    raw.ready()
+    raw.send("position startpos", "go movetime 60000")
+    reports = [line for line in raw.quiet_for(2.0) if line.startswith("info depth")]
+    assert len(reports) >= 2 and not any(is_bestmove(line) for line in reports)
+    nodes = [int(line.split(" nodes ")[1].split()[0]) for line in reports]
+    assert nodes == sorted(nodes) and nodes[-1] > nodes[0]
+    raw.send("stop")
+    raw.until(is_bestmove, 1.0)
+
+
+def test_quit_mid_search_exits_cleanly(raw: RawEngine) -> None:
+    raw.ready()
+    raw.send("go infinite")
+    raw.quiet_for(0.3)
+    began = time.perf_counter()
+    assert raw.close() == 0
+    assert time.perf_counter() - began < 3.0
+
+
+# --- fuzzing the command grammar ---------------------------------------------------------------
+
+MOVE_TEXTS = ["e2e4", "e7e5", "g1f3", "b8c6", "e1g1", "a7a8q", "e2e5", "zz", "0000", "Nf3"]
+FENS = [
+    "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1",
+    "6k1/5ppp/8/8/8/8/5PPP/4R1K1 w - - 0 1",
+    "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1",
+    "8/8/8/8 w - -",
+    "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1",
+]
+numbers = st.sampled_from(["0", "1", "5", "20", "-7", "100000000000", "1e3", "abc", ""])
+option_names = st.sampled_from(["MultiPV", "Simulations", "Move Overhead", "SearchMode", "Hash",
+                                "UCI_ShowWDL", "Ponder", "Threads", "NoSuchOption", "", "name"])
+option_values = st.one_of(numbers, st.sampled_from(["true", "false", "reactive", "gumbel", "2"]))
+go_parts = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(["wtime", "btime", "winc", "binc", "movestogo", "depth",
+                                   "nodes", "movetime", "mate"]), numbers).map(" ".join),
+        st.sampled_from(["infinite", "ponder", "searchmoves e2e4 d2d4", "searchmoves zz", "bogus"]),
+    ),
+    max_size=5,
+).map(lambda parts: " ".join(["go", *parts]))
+position = st.tuples(
+    st.one_of(st.just("startpos"), st.sampled_from(FENS).map(lambda fen: "fen " + fen)),
+    st.lists(st.sampled_from(MOVE_TEXTS), max_size=4),
+).map(lambda p: f"position {p[0]}" + (" moves " + " ".join(p[1]) if p[1] else ""))
+junk = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=30)
+commands = st.one_of(
+    go_parts,
+    position,
+    junk.map(lambda text: f"position fen {text}"),
+    st.tuples(junk, st.sampled_from(["", " moves e2e4", " moves"])).map(lambda p: f"position fen {p[0]}{p[1]}"),
+    st.tuples(option_names, option_values).map(lambda o: f"setoption name {o[0]} value {o[1]}"),
+    st.sampled_from(["stop", "ponderhit", "isready", "ucinewgame", "uci", "debug on", "register later",
+                     "position", "setoption name", "go searchmoves", "\t", "é€\x00", "go go go"]),
+    junk.filter(lambda text: "quit" not in text.split()),
+)
+
+
+def test_fuzzed_commands_never_kill_or_hang(command: list[str]) -> None:
+    process = RawEngine(command)
+    process.send("setoption name Simulations value 32")
+    process.ready()
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(commands, min_size=1, max_size=8))
+    def run(sequence: list[str]) -> None:
+        process.send("setoption name Threads value 1", *sequence, "stop")
+        lines = process.ready(timeout=20)  # answered: not dead, not hung
+        # The catch-all that keeps the engine alive must not be what handled the input.
+        assert not [line for line in lines if " failed: " in line], sequence
+        seen.extend(lines)
+
+    seen: list[str] = []
+    try:
+        run()
+    finally:
+        assert process.close() == 0
+    # The grammar reached the search, not only the error paths.
+    assert sum(line.startswith("bestmove") for line in seen) > 20
+    assert any(" pv " in line for line in seen)
+
+
+# --- games against Stockfish ---------------------------------------------------------------
+
+
+RULE_ENDINGS = {"checkmate", "stalemate", "insufficient material", "seventyfive moves",
+                "fivefold repetition", "threefold repetition", "fifty moves"}
+
+
+def test_klent_match_against_stockfish(command: list[str], stockfish_path: str, tmp_path) -> None:
+    """`klent match` plays two full games, colours alternating, against Stockfish at 50 ms a
+    move: only legal moves (the PGN records replay), every game ended by the rules or by the
+    move cap."""
+    out = tmp_path / "match"
+    result = subprocess.run(
+        [sys.executable, "-m", "klent", "match", "--game", "chess", "--engine1", shlex.join(command),
+         "--engine2", stockfish_path, "--games", "2", "--time-per-move", "0.05", "--max-moves", "200",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert [g["first"] for g in games] == [0, 1]
+    for record in games:
+        assert record["reason"] in RULE_ENDINGS or record["reason"].startswith("move cap"), record
+        with open(out / record["record"], encoding="utf-8") as pgn:
+            game = chess.pgn.read_game(pgn)
+        assert game is not None and not game.errors
+        board = game.board()
+        for move in game.mainline_moves():
+            assert move in board.legal_moves
+            board.push(move)
+        assert board.ply() == record["moves"]
+
+
+def test_games_against_stockfish_on_the_clock(command: list[str], stockfish_path: str) -> None:
+    """Games against Stockfish (Skill Level 0) through python-chess: one on a 5 s + 0.05 s
+    clock that klent must not lose on time, one by node count.
+
+    Every move of both sides must be legal; a game ends by the rules or is adjudicated a draw
+    at 160 plies (the untrained network may shuffle forever).
+    """
+    klent = chess.engine.SimpleEngine.popen_uci(command, timeout=60)
+    stockfish = chess.engine.SimpleEngine.popen_uci(stockfish_path)
+    try:
+        stockfish.configure({"Skill Level": 0, "Threads": 1})
+        klent.configure({"Move Overhead": 50})
+        for klent_colour, klent_limit in ((chess.WHITE, "clock"), (chess.BLACK, "nodes")):
+            board = chess.Board()
+            clock = {chess.WHITE: 5.0, chess.BLACK: 5.0}
+            increment = 0.05
+            while not board.is_game_over(claim_draw=True) and board.ply() < 160:
+                if board.turn == klent_colour:
+                    if klent_limit == "clock":
+                        limit = chess.engine.Limit(white_clock=clock[chess.WHITE], black_clock=clock[chess.BLACK],
+                                                   white_inc=increment, black_inc=increment)
+                    else:
+                        limit = chess.engine.Limit(nodes=16)
+                    began = time.perf_counter()
+                    move = klent.play(board, limit).move
+                    clock[board.turn] += increment - (time.perf_counter() - began)
+                    assert clock[board.turn] > 0, f"klent lost on time at ply {board.ply()}"
+                else:
+                    move = stockfish.play(board, chess.engine.Limit(time=0.01)).move
+                assert move is not None and move in board.legal_moves, (move, board.fen())
+                board.push(move)
+            outcome = board.outcome(claim_draw=True)
+            assert outcome is not None or board.ply() >= 160
+    finally:
+        klent.quit()
+        stockfish.quit()
