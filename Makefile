@@ -1,13 +1,13 @@
 # Two commands: `make test` (set up + the whole suite) and `make run` (set up + the engine).
 # Both do all of their own set-up on a fresh machine: virtualenv, Python packages, and the
-# Debian engines used as opponents and referees (gnugo, stockfish, fairy-stockfish).
+# Debian programs the tests use (gnugo, stockfish, fairy-stockfish, chromium).
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.klent-installed
 
-.PHONY: setup engines test run clean
+.PHONY: setup system-deps test run clean
 
 setup: $(STAMP)
 
@@ -19,14 +19,14 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[server,train,dev]'
 	touch $(STAMP)
 
-engines:
-	bash scripts/install-engines.sh
+system-deps:
+	bash scripts/install-debian-deps.sh
 
-test: setup engines
+test: setup system-deps
 	$(PY) -m pytest -q
 
 run: setup
-	$(VENV)/bin/klent run
+	$(VENV)/bin/klent serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

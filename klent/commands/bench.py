@@ -11,6 +11,7 @@ BENCHMARKS = {
     "rules": "play + legal_mask + encode per position (Go 9x9/19x19, chess)",
     "search": "ONNX Runtime positions/s vs Gumbel search simulations/s",
     "training": "self-play + training throughput vs the network-only bound",
+    "server": "HTTP requests/s and latency with request batching vs one at a time",
 }
 
 

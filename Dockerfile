@@ -1,0 +1,75 @@
+# klent: the HTTP API + web page (`klent serve`), with onnxruntime-gpu and torch for GPU serving
+# and training.
+#
+#   docker build -t klent .                              # CUDA image (needs the NVIDIA runtime)
+#   docker build -t klent:cpu --build-arg VARIANT=cpu .  # CPU-only image, much smaller
+#   docker run --gpus all -p 8000:8000 klent             # then open http://localhost:8000/
+#   docker run -p 8000:8000 -v "$PWD/weights:/models:ro" klent:cpu klent serve --host 0.0.0.0 --models /models
+#
+# The image serves the models in weights/ (copied in at build time) unless --models points
+# elsewhere.  Set KLENT_API_KEYS=key1,key2 to require an API key on /v1.
+
+ARG VARIANT=gpu
+
+# CUDA 12 + cuDNN 9 runtime: what onnxruntime-gpu 1.18+ and torch's CUDA 12 wheels load.
+FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04 AS base-gpu
+ENV ONNXRUNTIME_PACKAGE=onnxruntime-gpu \
+    TORCH_INDEX=https://download.pytorch.org/whl/cu126
+
+FROM ubuntu:24.04 AS base-cpu
+ENV ONNXRUNTIME_PACKAGE=onnxruntime \
+    TORCH_INDEX=https://download.pytorch.org/whl/cpu
+
+# hadolint ignore=DL3006
+FROM base-${VARIANT} AS runtime
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/klent \
+    PATH=/opt/klent/bin:$PATH
+
+# Ubuntu's python3 is 3.12; versions follow the base image's release.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3 python3-venv ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3 -m venv "$VIRTUAL_ENV" \
+    && useradd --create-home --uid 10001 --shell /usr/sbin/nologin klent
+
+WORKDIR /app
+
+# torch first, from the index that matches the variant (CUDA 12 or CPU-only wheels).
+ARG TORCH_VERSION=2.13.0
+RUN pip install --index-url "$TORCH_INDEX" "torch==$TORCH_VERSION"
+
+COPY pyproject.toml README.md ./
+COPY klent ./klent
+COPY engine ./engine
+COPY protocols ./protocols
+COPY server ./server
+COPY training ./training
+COPY benchmarks ./benchmarks
+# The GPU image swaps onnxruntime (a core dependency) for onnxruntime-gpu: both install the
+# same `onnxruntime` module, so only one of them may be present.  Versions: pyproject.toml.
+# hadolint ignore=DL3013
+RUN pip install ".[server,train]" \
+    && if [ "$ONNXRUNTIME_PACKAGE" != onnxruntime ]; then \
+         pip uninstall -y onnxruntime && pip install "$ONNXRUNTIME_PACKAGE>=1.18"; \
+       fi \
+    && python -c "import onnxruntime, torch; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers()); print('torch', torch.__version__)"
+
+COPY weights ./weights
+
+# The numeric id of the `klent` user made above (resolvable without the image's passwd).
+USER 10001:10001
+EXPOSE 8000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]
+
+# SIGTERM makes uvicorn stop accepting connections and finish the requests in flight.
+STOPSIGNAL SIGTERM
+CMD ["klent", "serve", "--host", "0.0.0.0", "--port", "8000", "--models", "/app/weights"]

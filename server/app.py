@@ -1,0 +1,400 @@
+"""The HTTP/JSON API and the web page (FastAPI).
+
+Every request that asks the engine something plays in a worker thread with a fresh
+`engine.player.Player` (cheap: players of a game share one evaluator), so requests never share
+a position.  All players of a game evaluate through one `server.batching.BatchingEvaluator`,
+which merges the network calls of concurrent requests into one batch.
+
+Safety: a request body larger than ``max_body_bytes`` gets 413; a request over the simulation
+or time cap, a malformed position or an illegal move gets 422 with a one-line ``detail``; when
+``max_concurrency`` requests are already being answered, the next one gets 503 at once (with
+``Retry-After``) instead of waiting in an unbounded queue.  With API keys configured
+(``KLENT_API_KEYS``, comma-separated), /v1 answers only requests carrying one (``Authorization:
+Bearer <key>`` or ``X-API-Key``).  Every search also runs under a time cap, so a graceful
+shutdown (uvicorn waits for requests in flight) ends in bounded time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib.metadata
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+
+from engine.games.base import IllegalMoveError
+from engine.player import DEFAULT_WEIGHTS_DIR, Decision, Player, PlayOptions
+from server import metrics as metrics_module
+from server.batching import EvaluatorClosedError
+from server.models import ModelRegistry, ServedModel
+from server.positions import PositionError, describe, parse_position, result_text
+from server.schemas import (
+    AnalyzeRequest,
+    AnalyzeResponse,
+    ErrorOut,
+    ModelOut,
+    ModelsResponse,
+    MoveRequest,
+    MoveResponse,
+    MoveStatOut,
+    MoveValue,
+    PositionOut,
+    PositionRequest,
+    SearchOut,
+)
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+API_KEYS_ENV = "KLENT_API_KEYS"
+
+T = TypeVar("T")
+
+
+def api_keys_from_env(environ: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The keys in ``KLENT_API_KEYS`` (comma-separated; empty or unset: no keys required)."""
+    return frozenset(key.strip() for key in environ.get(API_KEYS_ENV, "").split(",") if key.strip())
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What `klent serve` configures.  Times are in seconds."""
+
+    models_dir: Path = DEFAULT_WEIGHTS_DIR
+    default_simulations: int = 200
+    max_simulations: int = 2000
+    max_time: float = 30.0
+    max_body_bytes: int = 256 * 1024
+    max_concurrency: int = 64
+    max_batch: int = 64
+    batch_wait: float = 0.005
+    threads: int | None = None
+    api_keys: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.default_simulations <= self.max_simulations:
+            raise ValueError("need 1 <= default simulations <= max simulations")
+        if self.max_time <= 0 or self.max_body_bytes <= 0 or self.max_concurrency < 1:
+            raise ValueError("max time, max body size and max concurrency must be positive")
+
+
+class _BodyTooLarge(HTTPException):
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"request body larger than {limit} bytes")
+
+
+class _Guard:
+    """ASGI middleware: body-size limit and request metrics, around everything else."""
+
+    def __init__(self, app: Any, max_body_bytes: int, metrics: metrics_module.ServerMetrics) -> None:
+        self.app = app
+        self.limit = max_body_bytes
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+        received = 0
+
+        async def send_counting(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        async def receive_limited() -> dict[str, Any]:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:  # chunked bodies have no Content-Length to check
+                    raise _BodyTooLarge(self.limit)
+            return message
+
+        self.metrics.in_flight.add(1)
+        try:
+            length = dict(scope["headers"]).get(b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > self.limit):
+                response = JSONResponse({"detail": f"request body larger than {self.limit} bytes"}, 413)
+                await response(scope, receive, send_counting)
+            else:
+                await self.app(scope, receive_limited, send_counting)
+        finally:
+            self.metrics.in_flight.add(-1)
+            route = scope.get("route")
+            label = getattr(route, "path", "unmatched")
+            self.metrics.requests.inc(method=scope["method"], route=label, status=str(status))
+            self.metrics.latency.observe(time.perf_counter() - start, route=label)
+
+
+def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> FastAPI:
+    """The application.  Models are loaded here (errors surface before serving starts)."""
+    metrics = metrics_module.ServerMetrics()
+    if registry is None:
+        registry = ModelRegistry(
+            config.models_dir,
+            max_batch=config.max_batch,
+            max_wait=config.batch_wait,
+            threads=config.threads,
+            observer=metrics.record_batch,
+        )
+    service = _Service(config, registry)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.limiter = anyio.CapacityLimiter(config.max_concurrency)
+        await anyio.to_thread.run_sync(service.warm_up)
+        yield
+        registry.close()
+
+    app = FastAPI(
+        title="klent",
+        summary="A KLENT-trained board-game engine: moves and analysis for Go and chess.",
+        version=_version(),
+        lifespan=lifespan,
+        responses={422: {"model": ErrorOut}},
+    )
+    app.state.service = service
+    app.state.metrics = metrics
+    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, metrics=metrics)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
+        errors = [_field_error(e) for e in error.errors()]
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return JSONResponse({"detail": f"invalid request: {summary}", "errors": errors}, 422)
+
+    @app.exception_handler(PositionError)
+    async def position_error(request: Request, error: PositionError) -> JSONResponse:
+        return JSONResponse({"detail": str(error)}, 422)
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html")
+
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/healthz", tags=["operations"])
+    async def healthz() -> dict[str, str]:
+        """The process answers."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["operations"])
+    async def readyz() -> JSONResponse:
+        """Models loaded and their batching threads running."""
+        if all(model.evaluator.alive for model in registry.models.values()):
+            return JSONResponse({"status": "ready", "models": sorted(registry.models)})
+        return JSONResponse({"status": "not ready"}, 503)
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    async def prometheus() -> PlainTextResponse:
+        """Prometheus text format."""
+        return PlainTextResponse(metrics.render(), media_type=metrics_module.CONTENT_TYPE)
+
+    api = APIRouter(prefix="/v1", dependencies=[Depends(service.check_key)], tags=["engine"])
+
+    @api.get("/models")
+    async def models() -> ModelsResponse:
+        """The games this server plays, and the model of each."""
+        return ModelsResponse(
+            models=[
+                ModelOut(
+                    game=game_id,
+                    arch=model.info.arch,
+                    encoder_version=model.info.encoder_version,
+                    training=model.info.training,
+                    num_actions=model.game.num_actions,
+                    observation_shape=list(model.game.observation_shape),
+                )
+                for game_id, model in sorted(registry.models.items())
+            ]
+        )
+
+    @api.post("/{game}/move")
+    async def move(game: str, request: MoveRequest) -> MoveResponse:
+        """The engine's move in a position, with its evaluation and top moves."""
+        return await service.run(service.move, service.model(game), request)
+
+    @api.post("/{game}/analyze")
+    async def analyze(game: str, request: AnalyzeRequest) -> AnalyzeResponse:
+        """Every legal move's prior and action value (one network call), and a search if asked."""
+        return await service.run(service.analyze, service.model(game), request)
+
+    @api.post("/{game}/position")
+    async def position(game: str, request: PositionRequest) -> PositionOut:
+        """The board, side to move, legal moves and result of a position (no network call)."""
+        return await service.run(service.position, service.model(game), request)
+
+    app.include_router(api)
+    return app
+
+
+class _Service:
+    """The request handlers' state and the work they run in worker threads."""
+
+    def __init__(self, config: ServerConfig, registry: ModelRegistry) -> None:
+        self.config = config
+        self.registry = registry
+        self.active = 0  # requests holding a slot; only touched on the event loop
+        self.limiter: anyio.CapacityLimiter | None = None
+
+    # --- admission ----------------------------------------------------------------------------
+
+    def check_key(self, request: Request) -> None:
+        keys = self.config.api_keys
+        if not keys:
+            return
+        header = request.headers.get("authorization", "")
+        key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-api-key")
+        if key is None or not any(hmac.compare_digest(key.encode(), k.encode()) for k in keys):
+            raise HTTPException(
+                401,
+                "missing or unknown API key (send `Authorization: Bearer <key>` or `X-API-Key`)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    def model(self, game: str) -> ServedModel:
+        model = self.registry.get(game)
+        if model is None:
+            served = ", ".join(sorted(self.registry.models))
+            raise HTTPException(404, f"no model for game {game[:40]!r}; this server plays {served}")
+        return model
+
+    async def run(self, work: Callable[[ServedModel, Any], T], model: ServedModel, request: Any) -> T:
+        """Run ``work`` in a worker thread, or answer 503 at once when every slot is taken."""
+        if self.active >= self.config.max_concurrency:
+            raise HTTPException(
+                503,
+                f"server busy: {self.config.max_concurrency} requests in progress; retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        self.active += 1
+        try:
+            return await anyio.to_thread.run_sync(work, model, request, limiter=self.limiter)
+        except EvaluatorClosedError:
+            raise HTTPException(503, "server shutting down", headers={"Retry-After": "1"}) from None
+        finally:
+            self.active -= 1
+
+    # --- the work (worker threads) ------------------------------------------------------------
+
+    def warm_up(self) -> None:
+        """One short search per model before serving: the first request should not pay for
+        compiling the search kernels and initialising ONNX Runtime."""
+        for model in self.registry.models.values():
+            Player(model.evaluator, PlayOptions(mode="search", simulations=4)).decide()
+
+    def move(self, model: ServedModel, request: MoveRequest) -> MoveResponse:
+        with model.evaluator.client():
+            return self._move(model, request)
+
+    def analyze(self, model: ServedModel, request: AnalyzeRequest) -> AnalyzeResponse:
+        with model.evaluator.client():
+            return self._analyze(model, request)
+
+    def _move(self, model: ServedModel, request: MoveRequest) -> MoveResponse:
+        options = self._options(request, request.mode, request.top_moves, request.temperature)
+        player, state = self._player(model, request, options)
+        decision = self._decide(player, options)
+        position = None
+        if request.include_position:
+            position = describe(state.play(decision.action), last_move=decision.move)
+        return MoveResponse(game=model.game.name, mode=request.mode, position=position, **_search_out(decision))
+
+    def _analyze(self, model: ServedModel, request: AnalyzeRequest) -> AnalyzeResponse:
+        start = time.perf_counter()
+        every_move = PlayOptions(mode="reactive", top_moves=model.game.num_actions)
+        player, _ = self._player(model, request, every_move)
+        reactive = self._decide(player, every_move)
+        search = None
+        if request.search:
+            search = SearchOut(**_search_out(self._decide(player, self._options(request, "search", request.top_moves))))
+        return AnalyzeResponse(
+            game=model.game.name,
+            value=reactive.value,
+            winrate=reactive.winrate,
+            moves=[MoveValue(move=m.move, prior=m.prior, q=m.q) for m in reactive.top_moves],
+            search=search,
+            elapsed=time.perf_counter() - start,
+        )
+
+    def position(self, model: ServedModel, request: PositionRequest) -> PositionOut:
+        parsed = parse_position(model.game, request)
+        return describe(parsed.state, last_move=parsed.last_move)
+
+    def _options(self, request: Any, mode: str, top_moves: int, temperature: float = 0.0) -> PlayOptions:
+        """Play options within the server's caps (422 beyond them).
+
+        A search always runs under a time budget (the request's or ``max_time``), so no request
+        can hold a worker longer than that.
+        """
+        cap = self.config
+        if request.simulations is not None and request.simulations > cap.max_simulations:
+            raise HTTPException(422, f"simulations: {request.simulations} is more than this server's limit of {cap.max_simulations}")
+        if request.time is not None and request.time > cap.max_time:
+            raise HTTPException(422, f"time: {request.time:g} s is more than this server's limit of {cap.max_time:g} s")
+        simulations = request.simulations
+        if simulations is None and request.time is None:
+            simulations = cap.default_simulations
+        return PlayOptions(
+            mode=mode,  # type: ignore[arg-type]
+            simulations=simulations,
+            time=request.time if request.time is not None else cap.max_time,
+            temperature=temperature,
+            top_moves=top_moves,
+        )
+
+    def _player(self, model: ServedModel, request: PositionRequest, options: PlayOptions) -> tuple[Player, Any]:
+        parsed = parse_position(model.game, request)
+        if parsed.state.is_terminal:
+            raise PositionError(f"the game is over ({result_text(parsed.state)}): there is no move to choose")
+        player = Player(model.evaluator, options)
+        player.set_position(parsed.initial, parsed.actions)
+        return player, parsed.state
+
+    @staticmethod
+    def _decide(player: Player, options: PlayOptions) -> Decision:
+        try:
+            return player.decide(options)
+        except IllegalMoveError as error:  # a position with no legal move
+            raise PositionError(str(error)) from None
+
+
+def _search_out(decision: Decision) -> dict[str, Any]:
+    return {
+        "move": decision.move,
+        "value": decision.value,
+        "winrate": decision.winrate,
+        "top_moves": [
+            MoveStatOut(move=m.move, prior=m.prior, q=m.q, visits=m.visits, policy=m.policy)
+            for m in decision.top_moves
+        ],
+        "pv": decision.pv,
+        "simulations": decision.simulations,
+        "elapsed": decision.elapsed,
+    }
+
+
+def _field_error(error: Mapping[str, Any]) -> dict[str, str]:
+    """One pydantic error as {"field": "simulations", "message": "..."}."""
+    location = [str(part) for part in error.get("loc", ()) if part != "body"]
+    return {"field": ".".join(location) or "body", "message": str(error.get("msg", "invalid"))}
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("klent")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

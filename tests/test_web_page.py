@@ -1,0 +1,84 @@
+"""The web page end to end: a real `klent serve` and headless Chromium (Debian's, via Playwright).
+
+Loads the page, plays a move in 9x9 Go and in chess, and waits for the engine's reply and its
+analysis.  Screenshots go to the test-artifacts folder for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from benchmarks.server import running_server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def server(untrained_model, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("web-models")
+    shutil.copy(untrained_model("go9"), folder / "go9.onnx")
+    shutil.copy(untrained_model("chess"), folder / "chess.onnx")
+    with running_server(folder) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    if not os.path.exists(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found; install Debian's chromium (apt-get install -y chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1100, "height": 720})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(server.url + "/")
+        yield page
+        browser.close()
+        assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+def test_play_go_against_the_engine(page, artifacts_dir):
+    page.wait_for_selector("#status:has-text('Your move')")
+    assert page.input_value("#game") == "go9"
+    page.click("rect[data-vertex='E5']")
+    page.wait_for_function("document.querySelectorAll('#moves li').length === 2")
+    moves = page.locator("#moves li").all_inner_texts()
+    assert moves[0] == "E5" and moves[1] != "E5"
+    assert page.locator("circle.stone-black").count() == 1
+    assert page.locator("circle.stone-white").count() == (0 if moves[1] == "pass" else 1)
+    assert page.locator("#top-moves tbody tr").count() == 8
+    assert "Engine played" in page.inner_text("#status") and "value" in page.inner_text("#eval-text")
+    page.screenshot(path=os.path.join(artifacts_dir, "web-go9.png"))
+
+    # An illegal move (an occupied point) is refused on the page, without a request.
+    page.click("rect[data-vertex='E5']")
+    page.wait_for_selector("#status.error:has-text('Illegal move')")
+
+
+def test_play_chess_with_search(page, artifacts_dir):
+    page.select_option("#game", "chess")
+    page.select_option("#mode", "search")
+    page.fill("#simulations", "32")
+    page.click("#new-game")
+    page.wait_for_selector("#status:has-text('Your move (White)')")
+    page.click("[data-square='e2']")
+    assert page.locator(".square.target").count() == 2  # e3 and e4
+    page.click("[data-square='e4']")
+    page.wait_for_function("document.querySelectorAll('#moves li').length === 2")
+    assert page.locator("#moves li").first.inner_text() == "e2e4"
+    assert "32 simulations" in page.inner_text("#eval-text")
+    assert page.locator("[data-square='e4'] .piece-white").count() == 1
+    page.screenshot(path=os.path.join(artifacts_dir, "web-chess.png"))
