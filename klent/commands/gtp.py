@@ -1,0 +1,67 @@
+"""`klent gtp [--model PATH] [--mode reactive|search] [--simulations N] [--time S]`: Go over GTP.
+
+Speaks GTP 2 plus the KGS and Leela Zero / KataGo analysis extensions on stdin/stdout (GUIs
+such as Sabaki, Lizzie and GoGui, gtp2ogs, kgsGtp, GNU Go as an opponent).  Startup imports
+neither torch nor fastapi.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from klent import __version__
+from klent.cli import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", help="Go ONNX model; its board size is then the only one accepted "
+                        "(default: weights/go<N>.onnx for each board size N)")
+    parser.add_argument("--weights-dir", default=None, help="folder of go<N>.onnx models (default: weights/)")
+    parser.add_argument("--mode", choices=("reactive", "search"), default="search",
+                        help="one network call per move, or Gumbel MCTS (default: search)")
+    parser.add_argument("--simulations", type=int, default=200,
+                        help="simulations per move in search mode; caps timed searches too (default: 200)")
+    parser.add_argument("--time", type=float, default=None,
+                        help="seconds per move at most (a clock from time_settings can lower it)")
+    parser.add_argument("--resign-threshold", type=float, default=0.05,
+                        help="resign below this win rate ... (0 never resigns; default: 0.05)")
+    parser.add_argument("--resign-moves", type=int, default=3,
+                        help="... for this many consecutive own moves (default: 3)")
+    parser.add_argument("--time-margin", type=float, default=0.2,
+                        help="seconds of lag kept per move when on a clock (default: 0.2)")
+    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads (default: cores, at most 4)")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible games)")
+    parser.add_argument("--name", default="klent", help="what `name` answers (default: klent)")
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here so that `klent gtp --help` answers without loading onnxruntime and numba.
+    from engine.player import DEFAULT_WEIGHTS_DIR, PlayOptions
+    from protocols.gtp import GtpConfig, GtpEngine
+
+    if args.model is not None and not Path(args.model).is_file():
+        raise CommandError(f"no model file {args.model!r}")
+    if args.simulations < 1:
+        raise CommandError("--simulations must be >= 1")
+    if args.time is not None and args.time <= 0:
+        raise CommandError("--time must be > 0 seconds")
+    if not 0 <= args.resign_threshold < 0.5 or args.resign_moves < 1:
+        raise CommandError("--resign-threshold must be in [0, 0.5) and --resign-moves >= 1")
+    if args.time_margin < 0:
+        raise CommandError("--time-margin must be >= 0")
+    config = GtpConfig(
+        model=None if args.model is None else Path(args.model),
+        weights_dir=Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR,
+        options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time),
+        resign_threshold=args.resign_threshold,
+        resign_moves=args.resign_moves,
+        time_margin=args.time_margin,
+        threads=args.threads,
+        seed=args.seed,
+        name=args.name,
+        version=__version__,
+    )
+    engine = GtpEngine(config, out=sys.stdout)
+    return engine.run(sys.stdin.buffer)

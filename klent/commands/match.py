@@ -1,0 +1,81 @@
+"""`klent match --engine1 CMD --engine2 CMD --game go9 --games N --out DIR`: play a match.
+
+Go engines speak GTP (GNU Go referees the score), chess engines UCI.  Prints one line per
+finished game under a progress bar, then the summary from engine 1's view; writes the game
+records, ``games.jsonl`` and ``summary.json`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from klent.cli import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine1", required=True, help="command line of engine 1 (the one the summary is about)")
+    parser.add_argument("--engine2", required=True, help="command line of engine 2")
+    parser.add_argument("--game", default="go9", help="go9, go13, go19 (GTP) or chess (UCI); default go9")
+    parser.add_argument("--games", type=int, default=2, help="number of games, colours alternating (default 2)")
+    parser.add_argument("--out", required=True, help="folder for game records and summary.json")
+    parser.add_argument("--referee", default=None,
+                        help="GTP engine that scores Go games with final_score "
+                        "(default: gnugo --mode gtp --chinese-rules, from PATH or /usr/games)")
+    parser.add_argument("--time-per-move", type=float, default=None,
+                        help="seconds per move; a slower move loses (default: no clock, 60 s timeout)")
+    parser.add_argument("--grace", type=float, default=1.0,
+                        help="seconds a move may exceed --time-per-move before it loses (default 1)")
+    parser.add_argument("--max-moves", type=int, default=None,
+                        help="moves before adjudication: referee score in Go, draw in chess")
+    parser.add_argument("--komi", type=float, default=7.5, help="Go komi (default 7.5)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from protocols.engine_process import EngineError
+    from protocols.match import MatchConfig, format_result_line, run_match
+
+    if args.games < 1:
+        raise CommandError("--games must be >= 1")
+    if args.time_per_move is not None and args.time_per_move <= 0:
+        raise CommandError("--time-per-move must be > 0")
+    if args.max_moves is not None and args.max_moves < 1:
+        raise CommandError("--max-moves must be >= 1")
+    if args.game != "chess" and not args.game.startswith("go"):
+        raise CommandError(f"--game must be a Go game (go9, go13, go19) or chess, not {args.game!r}")
+    config = MatchConfig(
+        engines=(args.engine1, args.engine2),
+        game=args.game,
+        games=args.games,
+        out=Path(args.out),
+        referee=args.referee or _default_referee(),
+        time_per_move=args.time_per_move,
+        grace=args.grace,
+        max_moves=args.max_moves,
+        komi=args.komi,
+    )
+    bar = tqdm(total=args.games, unit="game", dynamic_ncols=True)
+
+    def on_game(result, summary, names) -> None:
+        bar.update(1)
+        bar.set_postfix_str(f"+{summary.wins} -{summary.losses} ={summary.draws}")
+        bar.write(format_result_line(result, names))
+
+    try:
+        summary, _ = run_match(config, on_game=on_game)
+    except EngineError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        bar.close()
+    print(summary.text())
+    print(f"records and summary.json in {config.out}")
+    return 0
+
+
+def _default_referee() -> str:
+    """GNU Go with Chinese (area) rules; Debian installs it in /usr/games, often not on PATH."""
+    gnugo = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games") or "gnugo"
+    return f"{gnugo} --mode gtp --chinese-rules"

@@ -1,0 +1,107 @@
+"""Board facts behind the GTP engine's own move choices: chains, own eyes, self-atari, cleanup.
+
+The rules (legality, captures, superko, area score) are `engine.games.go`'s business; what is
+here is judgement a Go engine adds on top of them: a move into its own single-point eye is a
+waste when passing is as good, and when dead stones must be removed (``kgs-genmove_cleanup``,
+or passing would lose) the useful points are the liberties of enemy chains that are not
+self-atari.
+
+Boards are flat ``GoState.board().ravel()`` arrays: +1 Black, -1 White, 0 empty, so a point
+index is the move's action (``row * size + col``, row 0 at the top).  A colour is the stone
+value, +1 or -1.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+
+@lru_cache(maxsize=None)
+def neighbours(size: int) -> tuple[tuple[int, ...], ...]:
+    """Orthogonal neighbours of every point."""
+    return _around(size, ((-1, 0), (1, 0), (0, -1), (0, 1)))
+
+
+@lru_cache(maxsize=None)
+def diagonals(size: int) -> tuple[tuple[int, ...], ...]:
+    """Diagonal neighbours of every point."""
+    return _around(size, ((-1, -1), (-1, 1), (1, -1), (1, 1)))
+
+
+def _around(size: int, steps: tuple[tuple[int, int], ...]) -> tuple[tuple[int, ...], ...]:
+    out = []
+    for point in range(size * size):
+        row, col = divmod(point, size)
+        out.append(tuple(
+            (row + dr) * size + col + dc for dr, dc in steps if 0 <= row + dr < size and 0 <= col + dc < size
+        ))
+    return tuple(out)
+
+
+def chain_at(board: np.ndarray, size: int, point: int) -> tuple[set[int], set[int]]:
+    """The stones of the chain through ``point`` and its liberties."""
+    colour = board[point]
+    adjacent = neighbours(size)
+    stones, liberties, frontier = {point}, set(), [point]
+    while frontier:
+        p = frontier.pop()
+        for q in adjacent[p]:
+            if board[q] == 0:
+                liberties.add(q)
+            elif board[q] == colour and q not in stones:
+                stones.add(q)
+                frontier.append(q)
+    return stones, liberties
+
+
+def chains(board: np.ndarray, size: int, colour: int) -> list[tuple[set[int], set[int]]]:
+    """Every chain of ``colour`` with its liberties, in board order of their first stone."""
+    seen: set[int] = set()
+    out = []
+    for p in np.flatnonzero(board == colour).tolist():
+        if p not in seen:
+            stones, liberties = chain_at(board, size, p)
+            seen |= stones
+            out.append((stones, liberties))
+    return out
+
+
+def is_own_eye(board: np.ndarray, size: int, point: int, colour: int) -> bool:
+    """True for a single-point eye of ``colour`` at ``point`` that is not a false eye.
+
+    The usual playout rule: every orthogonal neighbour is ``colour``, and of the diagonal
+    points at most one (none on the edge) holds an enemy stone.
+    """
+    if board[point] != 0 or any(board[q] != colour for q in neighbours(size)[point]):
+        return False
+    diagonal = diagonals(size)[point]
+    enemy = sum(board[q] == -colour for q in diagonal)
+    return enemy == 0 if len(diagonal) < 4 else enemy <= 1
+
+
+def is_self_atari(board: np.ndarray, size: int, point: int, colour: int) -> bool:
+    """True if ``colour`` at ``point`` captures nothing and leaves its chain one liberty or none."""
+    if board[point] != 0:
+        return False
+    after = board.copy()
+    after[point] = colour
+    for q in neighbours(size)[point]:
+        if after[q] == -colour and not chain_at(after, size, q)[1]:
+            return False  # a capture gains liberties
+    return len(chain_at(after, size, point)[1]) <= 1
+
+
+def cleanup_points(board: np.ndarray, size: int, colour: int) -> list[int]:
+    """Points where ``colour`` can still work to remove the opponent's stones, ascending.
+
+    Liberties of enemy chains where ``colour`` does not put itself in atari (an own eye is
+    never among them: all its neighbours are ``colour``'s).  When none is left, every enemy
+    stone stands on its own eyes or in mutual life, so passing leaves no dead stone standing
+    through our neglect.
+    """
+    points: set[int] = set()
+    for _, liberties in chains(board, size, -colour):
+        points |= liberties
+    return sorted(p for p in points if not is_self_atari(board, size, p, colour))

@@ -1,0 +1,674 @@
+"""GTP (Go Text Protocol, version 2) engine: text commands in, `Player` calls, text out.
+
+GUIs (Sabaki, Lizzie, GoGui, KaTrain), opponents (GNU Go) and bridges (gtp2ogs, kgsGtp) drive
+the engine through `GtpEngine.run`; every command of GTP 2 is implemented plus the common
+extensions.  A bad command gets a ``? message`` reply and changes nothing.
+
+The rules, vertices, handicap layouts, scores and SGF records are the engine's
+(`engine.games.go`, `engine.games.sgf`); this module adds what a Go *program* decides on top
+of them.  Choices worth knowing (each one is what a serious engine does, simplified where said):
+
+* **Positions.**  The game is one `GoState`, whose line of play (start position and moves) is
+  what the `Player` searches and what ``printsgf`` writes; ``undo`` restores the state before
+  the last command that changed it.  GTP lets a controller play two stones of one colour in a
+  row, or continue after two passes (KGS cleanup); then the position is re-created as a set-up
+  position with that colour to move, so the superko history and the record before it are
+  forgotten (the rules have no way to express such a sequence).
+* **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
+  rate below `resign_threshold`, genmove answers ``resign`` (0 disables resigning).
+* **Passing.**  We pass only when passing cannot lose under area scoring: when the opponent
+  has just passed and the area score of the board as it stands (all stones alive, the scoring
+  the game itself uses) already wins, we pass at once, and the game ends with our win; when
+  the network wants to pass but that score does not win, we keep playing where opponent
+  stones can still be attacked, as under cleanup, and pass only when there is no such point.
+* **Own eyes.**  A move into our own single-point eye is replaced by a pass unless its value
+  beats the pass's by more than `EYE_FILL_MARGIN`.
+* **Cleanup** (``kgs-genmove_cleanup``): a pass is replaced by the best legal point (by the
+  engine's preference) among the liberties of opponent chains that are not self-atari, until
+  no such point is left; then we pass.
+* **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed a `GameClock`; each move
+  searches for the clock's budget (`engine.timecontrol.move_budget`, keeping ``margin`` seconds
+  of lag per move), capped by the configured simulations; a budget of 0 plays reactively.
+* **Scoring.**  `final_score` is the Tromp-Taylor area score of the board with every stone
+  counted alive (the game's own scoring; honest but blind to dead stones, which is why the
+  engine captures them under cleanup), and `final_status_list dead` is empty.
+* **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line every interval
+  until the next input line arrives.  Our search is planned from its budget (Sequential
+  Halving), so streaming analysis runs successive searches of one interval each on the same
+  tree (tree reuse makes each continue where the previous stopped) and prints after each; the
+  visits shown are the tree's, so they grow across searches.  The tree stops growing at
+  `ANALYSIS_VISIT_CAP` visits (memory) and the command then waits for input.  Analysis always
+  searches (also in reactive mode).  ``*-genmove_analyze`` runs the move's normal search and
+  prints its analysis once before ``play <move>``.  Fields: Leela Zero's winrate and prior in
+  1/10000; KataGo's as fractions with utility = the move's value in [-1, 1].  Our networks
+  have no score or ownership head, so no ``scoreMean``/``lcb``/``ownership`` fields are
+  printed (``ownership true`` is accepted and ignored).
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import sys
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import BinaryIO, Callable, TextIO
+
+import numpy as np
+
+from engine.games.base import GameFormatError, IllegalMoveError
+from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
+from engine.games.sgf import read_sgf, result_text, write_sgf
+from engine.player import DEFAULT_WEIGHTS_DIR, Decision, PlayOptions, Player, model_path_for
+from protocols import go_board
+from protocols.go_text import board_text, write_file_atomically
+from protocols.gtp_clock import GameClock, TimeSettings
+from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse, reply_head
+
+PROTOCOL_VERSION = "2"
+DEFAULT_SIZE = 19
+EYE_FILL_MARGIN = 0.1  # value a move into our own eye must gain over a pass
+ANALYSIS_VISIT_CAP = 200_000
+DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
+_TOO_LONG = "\x00too-long"  # marks an input line cut at MAX_LINE by the reader thread
+
+# GTP colour = our player index (0 = Black moves first).
+COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
+COLOUR_NAMES = ("B", "W")
+
+
+@dataclass
+class GtpConfig:
+    """How `klent gtp` was started."""
+
+    model: Path | None = None  # one model for its board size; None: weights_dir/go{N}.onnx
+    weights_dir: Path = DEFAULT_WEIGHTS_DIR
+    options: PlayOptions = field(default_factory=PlayOptions)
+    resign_threshold: float = 0.05  # win rate; 0 disables resigning
+    resign_moves: int = 3
+    time_margin: float = 0.2  # seconds of lag kept per move
+    threads: int | None = None
+    seed: int | None = None
+    name: str = "klent"
+    version: str = "0"
+
+
+@dataclass(frozen=True)
+class _AnalysisRequest:
+    colour: int | None
+    interval: float  # seconds
+    min_moves: int
+    max_moves: int
+
+
+class GtpEngine:
+    """The GTP command set over one `Player` per board size."""
+
+    def __init__(self, config: GtpConfig, out: TextIO = sys.stdout) -> None:
+        self.config = config
+        self.out = out
+        self.clock = GameClock(margin=config.time_margin)
+        self._players: dict[int, Player] = {}
+        self._input_ready = threading.Event()  # set while an input line waits to be handled
+        self._model_size = _model_size(config.model) if config.model is not None else 0
+        self.handlers: dict[str, Callable[[list[str]], str]] = {
+            "protocol_version": lambda args: PROTOCOL_VERSION,
+            "name": lambda args: config.name,
+            "version": lambda args: config.version,
+            "known_command": self.cmd_known_command,
+            "list_commands": lambda args: "\n".join([*self.handlers, *self.streaming]),
+            "quit": lambda args: "",
+            "boardsize": self.cmd_boardsize,
+            "clear_board": self.cmd_clear_board,
+            "komi": self.cmd_komi,
+            "play": self.cmd_play,
+            "genmove": lambda args: self.cmd_genmove(args, commit=True),
+            "reg_genmove": lambda args: self.cmd_genmove(args, commit=False),
+            "kgs-genmove_cleanup": lambda args: self.cmd_genmove(args, commit=True, cleanup=True),
+            "undo": self.cmd_undo,
+            "showboard": lambda args: board_text(self.state),
+            "fixed_handicap": self.cmd_fixed_handicap,
+            "place_free_handicap": self.cmd_place_free_handicap,
+            "set_free_handicap": self.cmd_set_free_handicap,
+            "time_settings": self.cmd_time_settings,
+            "kgs-time_settings": self.cmd_kgs_time_settings,
+            "time_left": self.cmd_time_left,
+            "final_score": lambda args: result_text(self.state),
+            "final_status_list": self.cmd_final_status_list,
+            "loadsgf": self.cmd_loadsgf,
+            "printsgf": self.cmd_printsgf,
+        }
+        # Commands whose reply is written while they run (analysis streams).
+        self.streaming: dict[str, Callable[[str, list[str]], None]] = {
+            "lz-analyze": lambda cid, args: self.stream_analyze(cid, args, "lz"),
+            "kata-analyze": lambda cid, args: self.stream_analyze(cid, args, "kata"),
+            "lz-genmove_analyze": lambda cid, args: self.stream_genmove_analyze(cid, args, "lz"),
+            "kata-genmove_analyze": lambda cid, args: self.stream_genmove_analyze(cid, args, "kata"),
+        }
+        self.game = GoGame(self._default_size())
+        self._new_game(self.game.initial_state())
+
+    # --- session --------------------------------------------------------------------------
+
+    def run(self, stdin: BinaryIO) -> int:
+        """Serve commands from ``stdin`` until ``quit`` or end of input; returns the exit status."""
+        lines: queue.Queue[str | None] = queue.Queue()
+        lock = threading.Lock()
+
+        def read() -> None:
+            # Reading stops after the last line (end of input or ``quit``): a thread still
+            # blocked on stdin would abort the interpreter's exit.
+            last = False
+            while not last:
+                raw = stdin.readline(MAX_LINE + 1)
+                text: str | None
+                if not raw:
+                    text, last = None, True
+                elif len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+                    while (rest := stdin.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                        pass  # drop the rest of an over-long line
+                    text = raw[:64].decode("utf-8", "replace") + _TOO_LONG
+                else:
+                    text = raw.decode("utf-8", "replace")
+                    command = parse(text)
+                    last = command is not None and command.name == "quit"
+                with lock:
+                    lines.put(text)
+                    self._input_ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        while True:
+            line = lines.get()
+            with lock:
+                if lines.empty():
+                    self._input_ready.clear()
+            if line is None:
+                return 0
+            if self.handle_line(line) == "quit":
+                return 0
+
+    def handle_line(self, line: str) -> str | None:
+        """Answer one input line on ``self.out``; returns the command name (None if ignored)."""
+        if line.endswith(_TOO_LONG):
+            command = parse(line[: -len(_TOO_LONG)])
+            self._write(format_reply(command.id if command else "", "command line too long", ok=False))
+            return ""
+        command = parse(line)
+        if command is None:
+            return None
+        if command.name in self.streaming:
+            try:
+                self.streaming[command.name](command.id, command.args)
+            except GtpError as error:
+                self._write(format_reply(command.id, str(error), ok=False))
+            return command.name
+        self._write(self.execute(command))
+        return command.name
+
+    def execute(self, command: Command) -> str:
+        """The complete reply to a non-streaming command."""
+        handler = self.handlers.get(command.name)
+        if handler is None:
+            return format_reply(command.id, "unknown command", ok=False)
+        try:
+            return format_reply(command.id, handler(command.args))
+        except GtpError as error:
+            return format_reply(command.id, str(error), ok=False)
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    # --- game, position and model ---------------------------------------------------------
+
+    def _default_size(self) -> int:
+        """19 if there is a model for it, else 9 if there is one for 9, else the smallest."""
+        if self.config.model is not None:
+            return self._model_size
+        available = sorted(
+            int(p.stem[2:]) for p in Path(self.config.weights_dir).glob("go*.onnx")
+            if p.stem[2:].isdigit() and MIN_SIZE <= int(p.stem[2:]) <= MAX_SIZE
+        )
+        if not available or DEFAULT_SIZE in available:
+            return DEFAULT_SIZE
+        return 9 if 9 in available else available[0]
+
+    def _has_model(self, size: int) -> bool:
+        if not MIN_SIZE <= size <= MAX_SIZE:
+            return False
+        if self.config.model is not None:
+            return self._model_size == size
+        return model_path_for(GoGame(size), self.config.weights_dir).is_file()
+
+    def _new_game(self, state: GoState) -> None:
+        """Start afresh from ``state`` (an empty board, or a position read from an SGF record)."""
+        self.game = state.game
+        self.state = state
+        self.history: list[GoState] = []  # states before each change, for `undo`
+        self._losing = {0: 0, 1: 0}
+
+    def _commit(self, state: GoState) -> None:
+        """Make ``state`` current, remembering the old one for `undo`."""
+        self.history.append(self.state)
+        self.state = state
+
+    def _line_for(self, colour: int) -> GoState:
+        """The position from which ``colour`` moves next.
+
+        The current game line when it is ``colour``'s turn in a game not over; otherwise a
+        set-up position of the current board with ``colour`` to move.
+        """
+        state = self.state
+        if state.to_play == colour and not state.is_terminal:
+            return state
+        board = state.board().ravel()
+        return self.game.setup_state(np.flatnonzero(board == 1), np.flatnonzero(board == -1), colour)
+
+    def _play(self, colour: int, action: int) -> None:
+        """Play ``action`` for ``colour``; raises `IllegalMoveError` before anything changes."""
+        self._commit(self._line_for(colour).play(action))
+
+    def player(self, state: GoState) -> Player:
+        """The player for this board size, loaded on first use, set to ``state``'s line."""
+        player = self._players.get(self.game.size)
+        if player is None:
+            try:
+                player = Player.load(
+                    self.game,
+                    model=self.config.model,
+                    weights_dir=self.config.weights_dir,
+                    options=self.config.options,
+                    threads=self.config.threads,
+                    seed=self.config.seed,
+                )
+            except (FileNotFoundError, ValueError) as error:
+                raise GtpError(f"cannot load model: {error}") from None
+            self._players[self.game.size] = player
+        player.set_position(state.start(), state.moves())
+        return player
+
+    def _vertex(self, text: str) -> int:
+        try:
+            return self.game.parse_vertex(text)
+        except GameFormatError:
+            raise GtpError("invalid coordinate") from None
+
+    # --- commands: administration and setup -----------------------------------------------
+
+    def cmd_known_command(self, args: list[str]) -> str:
+        name = _one_arg(args).lower()
+        return "true" if name in self.handlers or name in self.streaming else "false"
+
+    def cmd_boardsize(self, args: list[str]) -> str:
+        try:
+            size = int(_one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        if not self._has_model(size):
+            raise GtpError("unacceptable size")
+        self._new_game(GoGame(size, self.game.komi).initial_state())
+        return ""
+
+    def cmd_clear_board(self, args: list[str]) -> str:
+        self._new_game(self.game.initial_state())
+        return ""
+
+    def cmd_komi(self, args: list[str]) -> str:
+        try:
+            komi = float(_one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        if not math.isfinite(komi):
+            raise GtpError("syntax error")
+        if komi != self.game.komi:
+            self.game = self.game.with_komi(komi)
+            self.state = self.game.replay(self.state)
+            self.history = [self.game.replay(state) for state in self.history]
+        return ""
+
+    def cmd_play(self, args: list[str]) -> str:
+        if len(args) != 2:
+            raise GtpError("syntax error")
+        colour = _colour(args[0])
+        action = self._vertex(args[1])
+        try:
+            self._play(colour, action)
+        except IllegalMoveError:
+            raise GtpError("illegal move") from None
+        return ""
+
+    def cmd_undo(self, args: list[str]) -> str:
+        if not self.history:
+            raise GtpError("cannot undo")
+        self.state = self.history.pop()
+        return ""
+
+    def cmd_fixed_handicap(self, args: list[str]) -> str:
+        count = self._handicap_count(args)
+        try:
+            points = self.game.fixed_handicap_points(count)
+        except ValueError:
+            raise GtpError("invalid number of stones") from None
+        return self._place_handicap(points)
+
+    def cmd_place_free_handicap(self, args: list[str]) -> str:
+        count = self._handicap_count(args)
+        try:
+            points = self.game.free_handicap_points(count)
+        except ValueError:
+            raise GtpError("invalid number of stones") from None
+        return self._place_handicap(points)
+
+    def cmd_set_free_handicap(self, args: list[str]) -> str:
+        self._check_empty_board()
+        try:
+            points = [self.game.parse_vertex(text) for text in args]
+        except GameFormatError:
+            raise GtpError("bad vertex list") from None
+        distinct = len(set(points)) == len(points)
+        if len(points) < 2 or not distinct or len(points) >= self.game.pass_action or self.game.pass_action in points:
+            raise GtpError("bad vertex list")
+        self._place_handicap(points)
+        return ""
+
+    def _check_empty_board(self) -> None:
+        if self.state.board().any():
+            raise GtpError("board not empty")
+
+    def _handicap_count(self, args: list[str]) -> int:
+        self._check_empty_board()
+        try:
+            return int(_one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+
+    def _place_handicap(self, points: list[int]) -> str:
+        self._commit(self.game.setup_state(black=points, to_play=1))
+        return " ".join(self.game.vertex(p) for p in points)
+
+    # --- commands: time -------------------------------------------------------------------
+
+    def cmd_time_settings(self, args: list[str]) -> str:
+        if len(args) != 3:
+            raise GtpError("syntax error")
+        try:
+            settings = TimeSettings.from_gtp(float(args[0]), float(args[1]), int(args[2]))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        self.clock.reset(settings)
+        return ""
+
+    def cmd_kgs_time_settings(self, args: list[str]) -> str:
+        try:
+            settings = TimeSettings.from_kgs(args)
+        except ValueError as error:
+            raise GtpError(f"syntax error ({error})") from None
+        self.clock.reset(settings)
+        return ""
+
+    def cmd_time_left(self, args: list[str]) -> str:
+        if len(args) != 3:
+            raise GtpError("syntax error")
+        colour = _colour(args[0])
+        try:
+            self.clock.time_left(colour, float(args[1]), int(args[2]))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        return ""
+
+    # --- commands: moves ------------------------------------------------------------------
+
+    def cmd_genmove(self, args: list[str], commit: bool, cleanup: bool = False) -> str:
+        colour = _colour(_one_arg(args))
+        _, action = self._choose(colour, cleanup=cleanup)
+        return self._finish_move(colour, action, commit)
+
+    def _finish_move(self, colour: int, action: int | None, commit: bool) -> str:
+        """Play the chosen action (None = resign) and return its GTP text."""
+        if action is None:
+            return "resign"
+        if commit:
+            self._play(colour, action)
+        return self.game.vertex(action)
+
+    def _choose(
+        self, colour: int, cleanup: bool = False, analysed: bool = False
+    ) -> tuple[Decision | None, int | None]:
+        """The move ``colour`` plays now (None: resign), after the rules in the module docstring.
+
+        ``analysed``: the decision lists every legal move (for an analysis line), not the top few.
+        """
+        state = self._line_for(colour)
+        player = self.player(state)
+        game = self.game
+        board = state.board().ravel()
+        stone = 1 if colour == 0 else -1
+        score = state.score() * stone  # area score from our view, all stones alive
+        opponent_passed = state.last_action == game.pass_action
+        if opponent_passed and not cleanup and score > 0:
+            return None, game.pass_action  # the game ends now, and we win it
+        options = self._move_options(colour, int((board == 0).sum()))
+        if analysed:
+            options = replace(options, top_moves=game.num_actions)
+        decision = player.decide(options)
+        self.clock.spend(colour, decision.elapsed)
+        if self._should_resign(colour, decision):
+            return decision, None
+        action = decision.action
+        q = decision.result.q
+        if action != game.pass_action and go_board.is_own_eye(board, game.size, action, stone):
+            if q[game.pass_action] >= q[action] - EYE_FILL_MARGIN:
+                action = game.pass_action
+        if action == game.pass_action and (cleanup or score <= 0):
+            action = self._cleanup_move(state, decision)
+        return decision, action
+
+    def _move_options(self, colour: int, empty_points: int) -> PlayOptions:
+        options = self.config.options
+        if options.mode != "search":
+            return options
+        budget = self.clock.budget(colour, empty_points)
+        if budget is None:
+            return options
+        if budget <= 0:
+            return replace(options, mode="reactive")
+        time = budget if options.time is None else min(budget, options.time)
+        return replace(options, time=time)
+
+    def _should_resign(self, colour: int, decision: Decision) -> bool:
+        threshold = self.config.resign_threshold
+        if threshold <= 0:
+            return False
+        self._losing[colour] = self._losing[colour] + 1 if decision.winrate < threshold else 0
+        return self._losing[colour] >= self.config.resign_moves
+
+    def _cleanup_move(self, state: GoState, decision: Decision) -> int:
+        """The engine's favourite legal cleanup point (see `go_board.cleanup_points`), else pass."""
+        stone = 1 if state.to_play == 0 else -1
+        legal = state.legal_mask()
+        points = go_board.cleanup_points(state.board().ravel(), self.game.size, stone)
+        candidates = [p for p in points if legal[p]]
+        if not candidates:
+            return self.game.pass_action
+        result = decision.result
+        return max(candidates, key=lambda a: (int(result.visits[a]), float(result.improved_policy[a])))
+
+    # --- commands: scoring and records ----------------------------------------------------
+
+    def cmd_final_status_list(self, args: list[str]) -> str:
+        status = _one_arg(args).lower()
+        if status not in ("alive", "dead", "seki"):
+            raise GtpError("syntax error")
+        if status != "alive":
+            return ""
+        board = self.state.board().ravel()
+        return "\n".join(
+            " ".join(self.game.vertex(p) for p in sorted(stones))
+            for colour in (1, -1)
+            for stones, _ in go_board.chains(board, self.game.size, colour)
+        )
+
+    def cmd_loadsgf(self, args: list[str]) -> str:
+        if not 1 <= len(args) <= 2:
+            raise GtpError("syntax error")
+        try:
+            move_number = int(args[1]) if len(args) == 2 else None
+        except ValueError:
+            raise GtpError("syntax error") from None
+        try:
+            record = read_sgf(Path(args[0]).read_bytes())
+        except (OSError, GameFormatError) as error:
+            raise GtpError(f"cannot load file ({error})") from None
+        if not self._has_model(record.game.size):
+            raise GtpError("cannot load file (unacceptable size)")
+        # "loadsgf file n": the position before move n is played, i.e. after n - 1 moves.
+        played = len(record.states) - 1 if move_number is None else min(max(move_number - 1, 0), len(record.states) - 1)
+        self._new_game(record.states[played])
+        return COLOUR_NAMES[self.state.to_play].lower()
+
+    def cmd_printsgf(self, args: list[str]) -> str:
+        if len(args) > 1:
+            raise GtpError("syntax error")
+        text = write_sgf(self.state)
+        if args:
+            try:
+                write_file_atomically(args[0], text)
+            except OSError as error:
+                raise GtpError(f"cannot save file ({error.strerror or error})") from None
+            return ""
+        return text
+
+    # --- analysis -------------------------------------------------------------------------
+
+    def stream_analyze(self, cid: str, args: list[str], style: str) -> None:
+        request = self._analysis_request(args)
+        state = self.state if request.colour is None else self._line_for(request.colour)
+        if state.is_terminal:
+            raise GtpError("the game is over")
+        player = self.player(state)
+        self._write(reply_head(cid) + "\n")
+        options = replace(
+            self.config.options, mode="search", simulations=None, time=request.interval,
+            gumbel_scale=0.0, top_moves=self.game.num_actions,
+        )
+        while not self._input_ready.is_set():
+            decision = player.decide(options, stop=self._input_ready)
+            self._write(self._info_line(decision, style, request) + "\n")
+            tree = decision.result.tree
+            if tree is not None and tree.visits >= ANALYSIS_VISIT_CAP:
+                self._input_ready.wait()
+        self._write("\n")
+
+    def stream_genmove_analyze(self, cid: str, args: list[str], style: str) -> None:
+        request = self._analysis_request(args)
+        if request.colour is None:
+            raise GtpError("syntax error (missing colour)")
+        self.player(self.state)  # load the model before the reply starts: a failure is then `? ...`
+        self._write(reply_head(cid) + "\n")
+        decision, action = self._choose(request.colour, analysed=True)
+        if decision is not None:
+            self._write(self._info_line(decision, style, request) + "\n")
+        self._write(f"play {self._finish_move(request.colour, action, commit=True)}\n\n")
+
+    def _analysis_request(self, args: list[str]) -> _AnalysisRequest:
+        """``[colour] [interval] [key value]...`` as Leela Zero and KataGo accept them."""
+        colour, interval, min_moves, max_moves = None, DEFAULT_INTERVAL, 0, 0
+        words = list(args)
+        if words and words[0].lower() in COLOURS:
+            colour = COLOURS[words.pop(0).lower()]
+        if words and words[0].isdigit():
+            interval = int(words.pop(0)) / 100.0
+        while words:
+            key = words.pop(0).lower()
+            if not words:
+                raise GtpError(f"syntax error (no value for {key!r})")
+            value = words.pop(0)
+            try:
+                if key == "interval":
+                    interval = int(value) / 100.0
+                elif key == "minmoves":
+                    min_moves = int(value)
+                elif key == "maxmoves":
+                    max_moves = int(value)
+                elif key in ("ownership", "ownershipstdev", "pvvisits", "movesownership", "rootinfo", "pvedgevisits"):
+                    if value.lower() not in ("true", "false"):
+                        raise ValueError(value)
+                else:
+                    raise GtpError(f"unsupported analysis option {key!r}")
+            except ValueError:
+                raise GtpError(f"syntax error (bad value for {key!r})") from None
+        if interval <= 0:
+            interval = DEFAULT_INTERVAL
+        return _AnalysisRequest(colour, max(0.05, interval), max(0, min_moves), max(0, max_moves))
+
+    def _info_line(self, decision: Decision, style: str, request: _AnalysisRequest) -> str:
+        """The candidate moves of a decision as one ``info move ...`` line."""
+        moves = analysis_moves(decision)
+        visited = [m for m in moves if m.visits > 0]
+        shown = moves[: max(len(visited), request.min_moves, 1)]
+        if request.max_moves:
+            shown = shown[: request.max_moves]
+        parts = []
+        for order, m in enumerate(shown):
+            pv = " ".join(m.pv)
+            if style == "lz":
+                parts.append(
+                    f"info move {m.move} visits {m.visits} winrate {round(10000 * m.winrate)} "
+                    f"prior {round(10000 * m.prior)} order {order} pv {pv}"
+                )
+            else:
+                parts.append(
+                    f"info move {m.move} visits {m.visits} utility {m.value:.6f} winrate {m.winrate:.6f} "
+                    f"prior {m.prior:.6f} order {order} pv {pv}"
+                )
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class MoveInfo:
+    """One candidate of an analysis line."""
+
+    move: str
+    visits: int  # the tree's visits of the move (they accumulate across successive searches)
+    value: float  # searched value of the move for the side to move, [-1, 1]
+    prior: float
+    pv: list[str]
+
+    @property
+    def winrate(self) -> float:
+        return (self.value + 1.0) / 2.0
+
+
+def analysis_moves(decision: Decision) -> list[MoveInfo]:
+    """The decision's candidate moves, most visited in the tree first, each with its own PV.
+
+    Visits are the tree's (inherited ones included), so successive searches on one tree show
+    growing counts; among equal counts the facade's order (its preference) is kept.  Reactive
+    decisions (no tree) report 0 visits.
+    """
+    moves = [MoveInfo(stat.move, stat.visits, stat.q, stat.prior, stat.pv) for stat in decision.top_moves]
+    return sorted(moves, key=lambda m: -m.visits)
+
+
+def _one_arg(args: list[str]) -> str:
+    if len(args) != 1:
+        raise GtpError("syntax error")
+    return args[0]
+
+
+def _colour(text: str) -> int:
+    colour = COLOURS.get(text.lower())
+    if colour is None:
+        raise GtpError("invalid color")
+    return colour
+
+
+def _model_size(path: Path) -> int:
+    """Board size of a Go model file, from its metadata."""
+    from engine.network import OnnxEvaluator
+
+    info = OnnxEvaluator(path).info
+    if not info.game.startswith("go") or not info.game[2:].isdigit():
+        raise ValueError(f"{path} is a model for {info.game}, not for Go")
+    return int(info.game[2:])

@@ -1,0 +1,63 @@
+"""GTP version 2 wire format: turning input lines into commands and replies into text.
+
+Section 2 of the GTP 2 specification: control characters other than HT and LF are removed,
+HT becomes a space, everything after ``#`` is a comment, lines that are then empty (or only
+white space) are ignored, an optional leading integer is the command id, and the command name
+is the next word.  Replies are ``=[id] text`` or ``?[id] message`` followed by one empty line;
+a reply's text never contains an empty line (we collapse them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_LINE = 65536  # characters; a longer command line is answered "? command line too long"
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One parsed command line."""
+
+    id: str  # "" when the line had no id
+    name: str  # lower-cased: GTP names are case sensitive, but GUIs are not always careful
+    args: list[str]
+
+
+class GtpError(Exception):
+    """A command failed; the message is sent as ``? message``."""
+
+
+def preprocess(line: str) -> str:
+    """Apply the specification's preprocessing: control characters, tabs, comments, blanks."""
+    line = line.replace("\t", " ").replace("\r", "")
+    line = _CONTROL.sub("", line)
+    return line.split("#", 1)[0].strip()
+
+
+def parse(line: str) -> Command | None:
+    """The command on ``line``, or None for a line to ignore (empty or a comment)."""
+    text = preprocess(line)
+    if not text:
+        return None
+    words = text.split()
+    command_id = ""
+    if words[0].isdigit():
+        command_id, words = words[0], words[1:]
+    if not words:
+        return Command(command_id, "", [])
+    return Command(command_id, words[0].lower(), words[1:])
+
+
+def reply_head(command_id: str, ok: bool = True) -> str:
+    """``=id`` or ``?id``: the start of a reply's first line."""
+    return ("=" if ok else "?") + command_id
+
+
+def format_reply(command_id: str, text: str = "", ok: bool = True) -> str:
+    """A complete reply: head, text (without empty lines) and the terminating empty line."""
+    body = "\n".join(line for line in text.replace("\r", "").split("\n") if line.strip())
+    head = reply_head(command_id, ok)
+    return f"{head} {body}\n\n" if body else f"{head}\n\n"

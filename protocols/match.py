@@ -1,0 +1,391 @@
+"""Matches between two engines given as command lines: GTP engines for Go, UCI for chess.
+
+`run_match` plays ``games`` games, the engines taking the first move in turn (engine 1 starts
+game 1).  Every game is written as a record (SGF for Go, PGN for chess) in the output folder,
+one JSON line per finished game goes to ``games.jsonl``, and the summary (from engine 1's
+view: wins, losses, draws, win rate with its Wilson 95% interval, Elo difference) to
+``summary.json``.
+
+Rules of the arena:
+
+* Go: our own rules (`engine.games.go`: positional superko, suicide illegal) judge every move;
+  GNU Go, given every move as well, is the referee of the score (``final_score``, Chinese
+  area counting, its own dead-stone judgement) when the game ends by two passes or by the move
+  cap.  A move the referee refuses, or the opponent refuses, is reported in the game's reason.
+* An illegal or unreadable move, a crash, a protocol failure, or a move slower than the time
+  per move plus ``grace`` loses the game for the engine at fault.  ``resign`` loses.
+* Each engine gets ``time_settings 0 T 1`` (T seconds per move, Canadian byo-yomi of one stone)
+  and a ``time_left`` before each move; chess engines get ``go movetime`` (python-chess
+  ``Limit(time=T)``).  A crashed engine is restarted for the next game.
+* Chess results come from the rules (python-chess, draws by threefold repetition and the
+  50-move rule claimed); a game reaching the move cap is adjudicated a draw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import engine.games
+from engine.games.base import GameFormatError, IllegalMoveError
+from engine.games.go import GoGame
+from engine.games.sgf import write_sgf
+from protocols.engine_process import EngineCrashed, EngineError, EngineTimeout, GtpFailure, GtpProcess
+from protocols.go_text import write_file_atomically
+from protocols.match_stats import MatchSummary
+
+DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
+
+
+@dataclass(frozen=True)
+class MatchConfig:
+    engines: tuple[str, str]
+    game: str = "go9"
+    games: int = 2
+    out: Path = Path("match")
+    referee: str = "gnugo --mode gtp --chinese-rules"
+    time_per_move: float | None = None
+    grace: float = 1.0  # seconds a move may exceed the time per move (pipes, process lag)
+    max_moves: int | None = None  # moves (plies) before adjudication; None: the game's own cap
+    komi: float = 7.5
+
+
+@dataclass
+class GameResult:
+    """One finished game; ``winner`` is the engine index (0 or 1) or None for a draw."""
+
+    game: int
+    first: int  # engine index that moved first (Black in Go, White in chess)
+    winner: int | None
+    reason: str
+    result: str  # "B+3.5", "W+R", "1-0", "1/2-1/2", ...
+    moves: int
+    record: str  # file name of the SGF / PGN
+    seconds_per_move: list[float] = field(default_factory=lambda: [0.0, 0.0])
+
+
+class _Clock:
+    """Thinking time per engine (to report seconds per move)."""
+
+    def __init__(self) -> None:
+        self.total = [0.0, 0.0]
+        self.moves = [0, 0]
+
+    def add(self, who: int, seconds: float) -> None:
+        self.total[who] += seconds
+        self.moves[who] += 1
+
+    def per_move(self) -> list[float]:
+        return [t / m if m else 0.0 for t, m in zip(self.total, self.moves)]
+
+
+def run_match(
+    config: MatchConfig,
+    on_game: Callable[[GameResult, MatchSummary, list[str]], None] | None = None,
+) -> tuple[MatchSummary, list[GameResult]]:
+    """Play the match; ``on_game(result, summary so far, engine names)`` follows every game."""
+    config.out.mkdir(parents=True, exist_ok=True)
+    play = _ChessArena(config) if config.game == "chess" else _GoArena(config)
+    results: list[GameResult] = []
+    log_path = config.out / "games.jsonl"
+    log_path.write_text("")
+    try:
+        for index in range(config.games):
+            result = play.game(index)
+            results.append(result)
+            with open(log_path, "a", encoding="utf-8") as log:
+                log.write(json.dumps(asdict(result)) + "\n")
+            summary = summarise(results)
+            if on_game is not None:
+                on_game(result, summary, play.names)
+    finally:
+        play.close()
+    summary = summarise(results)
+    report = {
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
+        "engine_names": play.names,
+        "summary": summary.to_json(),
+        "seconds_per_move": _mean_seconds(results),
+        "reasons": _reasons(results),
+    }
+    write_file_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
+    return summary, results
+
+
+def summarise(results: list[GameResult]) -> MatchSummary:
+    wins = sum(r.winner == 0 for r in results)
+    losses = sum(r.winner == 1 for r in results)
+    return MatchSummary.from_counts(wins, losses, len(results) - wins - losses)
+
+
+def _mean_seconds(results: list[GameResult]) -> list[float]:
+    return [
+        sum(r.seconds_per_move[i] for r in results) / len(results) if results else 0.0
+        for i in (0, 1)
+    ]
+
+
+def _reasons(results: list[GameResult]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.reason] = counts.get(r.reason, 0) + 1
+    return counts
+
+
+# --- Go ---------------------------------------------------------------------------------------
+
+
+class _GoArena:
+    """Two GTP engines and the referee, kept across games (restarted after a crash)."""
+
+    def __init__(self, config: MatchConfig) -> None:
+        self.config = config
+        rules = engine.games.get(config.game, komi=config.komi)
+        if not isinstance(rules, GoGame):
+            raise ValueError(f"{config.game!r} is not a Go game")
+        # The match's move cap is the game's, so a capped game is an ordinary truncated one.
+        self.rules = rules if config.max_moves is None else GoGame(rules.size, rules.komi, config.max_moves)
+        self.logs = [open(config.out / f"engine{i + 1}.stderr.log", "a", encoding="utf-8") for i in (0, 1)]
+        self.engines: list[GtpProcess | None] = [None, None]
+        self.referee = GtpProcess(config.referee)
+        self.names = [self._name(i) for i in (0, 1)]
+
+    def _engine(self, who: int) -> GtpProcess:
+        process = self.engines[who]
+        if process is None or process.process.poll() is not None:
+            process = GtpProcess(self.config.engines[who], stderr=self.logs[who])
+            self.engines[who] = process
+        return process
+
+    def _name(self, who: int) -> str:
+        try:
+            process = self._engine(who)
+            name = process.send("name")
+            try:
+                name += " " + process.send("version")
+            except GtpFailure:
+                pass
+            return name.strip() or f"engine{who + 1}"
+        except EngineError:
+            return f"engine{who + 1}"
+
+    def _drop(self, who: int) -> None:
+        """Stop an engine that failed (it may still be thinking); the next game restarts it."""
+        process = self.engines[who]
+        self.engines[who] = None
+        if process is not None:
+            process.process.kill()
+            process.close(timeout=1.0)
+
+    def close(self) -> None:
+        for process in [*self.engines, self.referee]:
+            if process is not None:
+                process.close()
+        for log in self.logs:
+            log.close()
+
+    def game(self, index: int) -> GameResult:
+        config = self.config
+        rules = self.rules
+        first = index % 2
+        seat = (first, 1 - first)  # seat[colour] = engine index
+        clock = _Clock()
+        state = rules.initial_state()
+        timeout = (config.time_per_move + config.grace) if config.time_per_move else DEFAULT_MOVE_TIMEOUT
+
+        def finish(winner: int | None, reason: str, result: str) -> GameResult:
+            name = f"game-{index + 1:03d}.sgf"
+            text = write_sgf(state, result=result, black=self.names[seat[0]], white=self.names[seat[1]])
+            write_file_atomically(config.out / name, text)
+            return GameResult(index + 1, first, winner, reason, result, state.move_number, name, clock.per_move())
+
+        def forfeit(colour: int, reason: str, failed: bool = False) -> GameResult:
+            if failed:
+                self._drop(seat[colour])
+            return finish(seat[1 - colour], reason, f"{'WB'[colour]}+F")
+
+        # Set up both engines and the referee; an engine failing here forfeits.
+        for colour in (0, 1):
+            try:
+                self._setup(self._engine(seat[colour]), timed=True)
+            except EngineError as error:
+                return forfeit(colour, f"setup failed: {_short(error)}", failed=True)
+        self._setup(self.referee, timed=False)
+
+        while not state.is_terminal:
+            colour = state.to_play
+            mover = self._engine(seat[colour])
+            colour_word = "bw"[colour]
+            if config.time_per_move:
+                try:
+                    mover.send(f"time_left {colour_word} {config.time_per_move:g} 1", timeout=timeout)
+                except GtpFailure:
+                    pass  # time_left is optional for an engine
+                except EngineError as error:
+                    return forfeit(colour, _short(error), failed=True)
+            start = time.monotonic()
+            try:
+                reply = mover.send(f"genmove {colour_word}", timeout=timeout).strip().lower()
+            except EngineTimeout:
+                return forfeit(colour, "timeout", failed=True)
+            except EngineCrashed:
+                return forfeit(colour, "crash", failed=True)
+            except EngineError as error:
+                return forfeit(colour, f"genmove failed: {_short(error)}", failed=not isinstance(error, GtpFailure))
+            elapsed = time.monotonic() - start
+            clock.add(seat[colour], elapsed)
+            if config.time_per_move and elapsed > config.time_per_move + config.grace:
+                return forfeit(colour, f"time: {elapsed:.2f}s for one move")
+            if reply == "resign":
+                return finish(seat[1 - colour], "resignation", f"{'WB'[colour]}+R")
+            try:
+                action = rules.text_to_action(state, reply)
+            except (GameFormatError, IllegalMoveError) as error:
+                return forfeit(colour, f"illegal move {reply!r}: {error}")
+            state = state.play(action)
+            vertex = rules.vertex(action)
+            try:
+                self.referee.send(f"play {colour_word} {vertex}", timeout=30.0)
+            except GtpFailure:
+                return forfeit(colour, f"referee refused {vertex}")
+            try:
+                self._engine(seat[1 - colour]).send(f"play {colour_word} {vertex}", timeout=timeout)
+            except EngineError as error:
+                return forfeit(1 - colour, f"refused the opponent's {vertex}: {_short(error)}",
+                               failed=not isinstance(error, GtpFailure))
+        score = self.referee.send("final_score", timeout=120.0).strip()
+        winner = None if score == "0" else seat[0] if score.upper().startswith("B") else seat[1]
+        reason = "move cap" if state.is_truncated else "two passes"
+        return finish(winner, f"{reason}, referee score", score)
+
+    def _setup(self, process: GtpProcess, timed: bool) -> None:
+        process.send(f"boardsize {self.rules.size}")
+        process.send("clear_board")
+        process.send(f"komi {self.rules.komi:g}")
+        if timed and self.config.time_per_move:
+            try:
+                process.send(f"time_settings 0 {self.config.time_per_move:g} 1")
+            except GtpFailure:
+                pass  # an engine without a clock still has to answer in time
+
+
+def _short(error: Exception) -> str:
+    return str(error).splitlines()[0][:200]
+
+
+# --- chess ------------------------------------------------------------------------------------
+
+
+class _ChessArena:
+    """Two UCI engines through python-chess."""
+
+    def __init__(self, config: MatchConfig) -> None:
+        import chess.engine
+
+        self.config = config
+        self.move_time = config.time_per_move or 1.0
+        self.engines: list[chess.engine.SimpleEngine | None] = [None, None]
+        self.names = [self._name(i) for i in (0, 1)]
+
+    def _engine(self, who: int):
+        import shlex
+
+        import chess.engine
+
+        process = self.engines[who]
+        if process is None:
+            process = chess.engine.SimpleEngine.popen_uci(
+                shlex.split(self.config.engines[who]), timeout=max(30.0, self.config.grace),
+                stderr=open(os.devnull, "w"),
+            )
+            self.engines[who] = process
+        return process
+
+    def _name(self, who: int) -> str:
+        try:
+            return str(self._engine(who).id.get("name", f"engine{who + 1}"))
+        except Exception:  # noqa: BLE001 - any start-up failure is reported per game
+            return f"engine{who + 1}"
+
+    def _drop(self, who: int) -> None:
+        process = self.engines[who]
+        self.engines[who] = None
+        if process is not None:
+            try:
+                process.close()
+            except Exception:  # noqa: BLE001 - the engine is being discarded anyway
+                pass
+
+    def close(self) -> None:
+        for who in (0, 1):
+            self._drop(who)
+
+    def game(self, index: int) -> GameResult:
+        import chess
+        import chess.engine
+        import chess.pgn
+
+        config = self.config
+        first = index % 2
+        seat = (first, 1 - first)  # seat[0] plays White
+        board = chess.Board()
+        clock = _Clock()
+        cap = config.max_moves
+
+        def finish(winner: int | None, reason: str) -> GameResult:
+            result = "1/2-1/2" if winner is None else ("1-0" if winner == seat[0] else "0-1")
+            game = chess.pgn.Game.from_board(board)
+            game.headers.update(
+                Event="klent match", Round=str(index + 1), White=self.names[seat[0]],
+                Black=self.names[seat[1]], Result=result, Termination=reason,
+            )
+            name = f"game-{index + 1:03d}.pgn"
+            write_file_atomically(config.out / name, str(game) + "\n")
+            return GameResult(index + 1, first, winner, reason, result, board.ply(), name, clock.per_move())
+
+        for who in (0, 1):
+            try:
+                self._engine(who).ping()
+            except Exception as error:  # noqa: BLE001 - a dead engine forfeits
+                self._drop(who)
+                return finish(1 - who, f"engine{who + 1} failed to start: {_short(error)}")
+        while True:
+            outcome = board.outcome(claim_draw=True)
+            if outcome is not None:
+                winner = None if outcome.winner is None else seat[0] if outcome.winner == chess.WHITE else seat[1]
+                return finish(winner, outcome.termination.name.lower().replace("_", " "))
+            if cap is not None and board.ply() >= cap:
+                return finish(None, "move cap (adjudicated draw)")
+            colour = 0 if board.turn == chess.WHITE else 1
+            who = seat[colour]
+            start = time.monotonic()
+            try:
+                played = self._engine(who).play(board, chess.engine.Limit(time=self.move_time))
+            except chess.engine.EngineTerminatedError:
+                self._drop(who)
+                return finish(1 - who, "crash")
+            except TimeoutError:
+                self._drop(who)
+                return finish(1 - who, "timeout")
+            except chess.engine.EngineError as error:
+                self._drop(who)
+                return finish(1 - who, f"engine error: {_short(error)}")
+            elapsed = time.monotonic() - start
+            clock.add(who, elapsed)
+            if elapsed > self.move_time + config.grace:
+                return finish(1 - who, f"time: {elapsed:.2f}s for one move")
+            if played.resigned:
+                return finish(1 - who, "resignation")
+            if played.move is None or played.move not in board.legal_moves:
+                return finish(1 - who, f"illegal move {played.move}")
+            board.push(played.move)
+
+
+def format_result_line(result: GameResult, names: list[str]) -> str:
+    """One line per finished game for the progress display."""
+    winner = "draw" if result.winner is None else names[result.winner]
+    return f"game {result.game}: {result.result} ({result.reason}), winner {winner}, {result.moves} moves"

@@ -1,0 +1,396 @@
+"""GTP conformance over a real `klent gtp` subprocess with a small random 9x9 model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+from sgfmill import sgf
+
+from engine.games.go import GoGame
+from engine.games.sgf import read_sgf
+from protocols import go_board
+from protocols.engine_process import GtpFailure, GtpProcess
+from protocols.gtp_clock import GameClock, TimeSettings
+from protocols.gtp_wire import parse
+
+
+@pytest.fixture(scope="module")
+def gtp(untrained_model):
+    model = untrained_model("go9")
+    process = GtpProcess([sys.executable, "-m", "klent", "gtp", "--model", model, "--simulations", "16",
+                          "--resign-threshold", "0", "--seed", "1"])
+    yield process
+    process.close()
+
+
+def board(gtp: GtpProcess) -> str:
+    return gtp.send("showboard")
+
+
+def stones(gtp: GtpProcess) -> dict[str, str]:
+    """Vertex -> "X" / "O" of every stone, read off the showboard diagram by its own labels."""
+    lines = board(gtp).split("\n")
+    columns = lines[0].split()
+    out = {}
+    for line in lines[1:]:
+        words = line.split()
+        if len(words) != len(columns) + 2 or not words[0].isdigit():
+            continue  # the letter line and the komi line
+        assert words[0] == words[-1]
+        for column, cell in zip(columns, words[1:-1]):
+            if cell in "XO":
+                out[f"{column}{words[0]}"] = cell
+    return out
+
+
+def failure(gtp: GtpProcess, command: str) -> str:
+    """The message of a command that must fail, checking that the board did not change."""
+    before = board(gtp)
+    with pytest.raises(GtpFailure) as error:
+        gtp.send(command)
+    assert board(gtp) == before
+    return error.value.message
+
+
+def raw(gtp: GtpProcess, text: str, lines: int) -> list[str]:
+    """Write ``text`` as is and read ``lines`` raw output lines."""
+    gtp.process.stdin.write(text)
+    gtp.process.stdin.flush()
+    return [gtp._next_line(text, time.monotonic() + 30) for _ in range(lines)]
+
+
+def new_game(gtp: GtpProcess) -> None:
+    gtp.send("boardsize 9")
+    gtp.send("clear_board")
+    gtp.send("komi 7.5")
+
+
+def test_administrative_commands(gtp) -> None:
+    assert gtp.send("protocol_version") == "2"
+    assert gtp.send("name") == "klent"
+    assert gtp.send("version")
+    commands = gtp.send("list_commands").split("\n")
+    required = ["protocol_version", "name", "version", "known_command", "list_commands", "quit", "boardsize",
+                "clear_board", "komi", "play", "genmove", "undo", "showboard", "fixed_handicap",
+                "place_free_handicap", "set_free_handicap", "time_settings", "time_left", "final_score",
+                "final_status_list", "loadsgf", "reg_genmove", "kgs-time_settings", "kgs-genmove_cleanup",
+                "printsgf", "lz-analyze", "kata-analyze", "lz-genmove_analyze", "kata-genmove_analyze"]
+    assert set(required) <= set(commands)
+    assert all(gtp.send(f"known_command {c}") == "true" for c in required)
+    assert gtp.send("known_command frobnicate") == "false"
+
+
+def test_ids_comments_blank_lines_crlf_and_case(gtp) -> None:
+    new_game(gtp)
+    assert raw(gtp, "\n   \n# a comment\n7 name # trailing comment\r\n", 2) == ["=7 klent", ""]
+    assert raw(gtp, "8\tPROTOCOL_VERSION\n", 2) == ["=8 2", ""]
+    assert raw(gtp, "9 frobnicate\n", 2) == ["?9 unknown command", ""]
+    assert parse("12 play b d4 # x") == parse("12\tplay  b  d4\r")
+
+
+def test_play_undo_and_malformed_input_leave_the_board_unchanged(gtp) -> None:
+    new_game(gtp)
+    gtp.send("play b D4")
+    assert "X" in board(gtp)
+    assert failure(gtp, "frobnicate") == "unknown command"
+    assert failure(gtp, "play b Z99") == "invalid coordinate"
+    assert failure(gtp, "play b J10") == "invalid coordinate"  # off a 9x9 board
+    assert failure(gtp, "play b I5") == "invalid coordinate"  # GTP has no column I
+    assert failure(gtp, "play w D4") == "illegal move"  # occupied
+    assert failure(gtp, "play purple E5") == "invalid color"
+    assert failure(gtp, "genmove purple") == "invalid color"
+    assert failure(gtp, "play b") == "syntax error"
+    assert failure(gtp, "boardsize 13") == "unacceptable size"  # only a 9x9 model
+    assert failure(gtp, "komi lots") == "syntax error"
+    assert failure(gtp, "genmove") == "syntax error"
+    assert failure(gtp, "final_status_list zombie") == "syntax error"
+    assert failure(gtp, "fixed_handicap 3") == "board not empty"
+    huge = "play b " + "D4" * 100_000
+    assert failure(gtp, huge) == "command line too long"
+    before = board(gtp)
+    assert raw(gtp, "\n \r\n\t\n4 name\n", 2) == ["=4 klent", ""]  # empty lines get no reply
+    assert board(gtp) == before
+    assert gtp.send("undo") == ""
+    assert "X" not in board(gtp)
+    assert failure(gtp, "undo") == "cannot undo"
+
+
+def test_ko_recapture_is_illegal(gtp) -> None:
+    new_game(gtp)
+    for move in ["b D5", "w E5", "b C4", "w F4", "b D3", "w E3", "b A9", "w D4", "b E4"]:
+        gtp.send(f"play {move}")
+    assert "D4" not in stones(gtp) and stones(gtp)["E4"] == "X"  # Black's E4 captured D4
+    assert failure(gtp, "play w D4") == "illegal move"
+    gtp.send("play w A1")  # a ko threat elsewhere, then the recapture is legal
+    gtp.send("play b A2")
+    gtp.send("play w D4")
+    assert "E4" not in stones(gtp) and stones(gtp)["D4"] == "O"
+
+
+def test_genmove_plays_legal_moves_for_either_colour(gtp) -> None:
+    new_game(gtp)
+    for colour in "bwbwb":
+        move = gtp.send(f"genmove {colour}")
+        assert move == "pass" or move[0] in "ABCDEFGHJ" and 1 <= int(move[1:]) <= 9
+    gtp.send("genmove w")
+    gtp.send("genmove w")  # same colour twice: GTP allows it
+    before = stones(gtp)
+    move = gtp.send("reg_genmove b")
+    assert move.upper() not in before and stones(gtp) == before  # reg_genmove does not play
+    # Under cleanup Black never passes while White has a stone it can attack.
+    new_game(gtp)
+    gtp.send("play b C3")
+    gtp.send("play w G7")
+    assert gtp.send("kgs-genmove_cleanup b") not in ("pass", "resign")
+
+
+def test_handicap_commands(gtp) -> None:
+    new_game(gtp)
+    assert gtp.send("fixed_handicap 4").split() == ["C3", "G7", "C7", "G3"]
+    assert stones(gtp) == {"C3": "X", "G7": "X", "C7": "X", "G3": "X"}
+    assert failure(gtp, "fixed_handicap 10") == "board not empty"
+    new_game(gtp)
+    assert failure(gtp, "fixed_handicap 10") == "invalid number of stones"
+    assert failure(gtp, "fixed_handicap 1") == "invalid number of stones"
+    placed = gtp.send("place_free_handicap 3").split()
+    assert len(set(placed)) == 3 and stones(gtp) == {v: "X" for v in placed}
+    new_game(gtp)
+    assert failure(gtp, "set_free_handicap D4 D4") == "bad vertex list"
+    assert failure(gtp, "set_free_handicap D4 Z1") == "bad vertex list"
+    gtp.send("set_free_handicap D4 F6")
+    assert stones(gtp) == {"D4": "X", "F6": "X"}
+    move = gtp.send("genmove w")  # White moves first after handicap
+    assert move not in ("D4", "F6")
+
+
+def test_time_commands(gtp) -> None:
+    new_game(gtp)
+    gtp.send("time_settings 30 5 1")
+    gtp.send("time_left b 20 0")
+    for command in ["kgs-time_settings none", "kgs-time_settings absolute 60", "kgs-time_settings byoyomi 10 5 3",
+                    "kgs-time_settings canadian 10 30 5"]:
+        gtp.send(command)
+    assert failure(gtp, "kgs-time_settings fischer 10 5").startswith("syntax error")
+    assert failure(gtp, "time_settings 1 2") == "syntax error"
+    assert failure(gtp, "time_left b -3 0") == "syntax error"
+    gtp.send("time_settings 0 1 1")  # one second per move
+    start = time.monotonic()
+    gtp.send("time_left b 1 1")
+    gtp.send("genmove b")
+    assert time.monotonic() - start < 1.0
+    gtp.send("time_settings 0 1 0")  # no time limit
+
+
+def test_clock_budgets_keep_a_margin() -> None:
+    clock = GameClock(TimeSettings.from_gtp(0, 10, 5), margin=0.2)
+    assert 0 < clock.budget(0, 81) < 10 / 5 - 0.2  # Canadian: 5 stones in 10 s
+    clock.reset(TimeSettings.from_kgs(["absolute", "60"]))
+    assert 0 < clock.budget(0, 81) < 60 / 40
+    clock.time_left(0, 0.3, 0)
+    assert clock.budget(0, 81) == 0.0  # nearly flagged: reactive move
+    assert GameClock(TimeSettings.from_gtp(10, 5, 0)).budget(0, 81) is None  # no time limit
+    clock.reset(TimeSettings.from_kgs(["byoyomi", "0", "5", "3"]))
+    assert 0 < clock.budget(1, 81) <= 5 - 2 * 0.2
+
+
+def test_final_score_and_status(gtp) -> None:
+    new_game(gtp)
+    assert gtp.send("final_score") == "W+7.5"
+    gtp.send("play b E5")
+    assert gtp.send("final_score") == "B+73.5"  # 81 points for Black minus komi
+    assert gtp.send("final_status_list alive") == "E5"
+    assert gtp.send("final_status_list dead") == ""
+    gtp.send("komi 0.5")  # komi changes apply to the game so far, undo included
+    assert gtp.send("final_score") == "B+80.5"
+    gtp.send("undo")
+    assert gtp.send("final_score") == "W+0.5"
+
+
+def test_loadsgf_then_printsgf_round_trips(gtp, tmp_path) -> None:
+    original = sgf.Sgf_game(size=9)
+    root = original.get_root()
+    root.set("KM", 6.5)
+    root.set_setup_stones({(2, 2), (6, 6)}, set())
+    root.set("HA", 2)
+    moves = [("w", (4, 4)), ("b", (4, 3)), ("w", (3, 3)), ("b", None), ("w", (5, 5))]
+    for colour, move in moves:
+        original.extend_main_sequence().set_move(colour, move)
+    path = tmp_path / "game.sgf"
+    path.write_bytes(original.serialise())
+    assert gtp.send(f"loadsgf {path}") == "b"
+    printed = sgf.Sgf_game.from_string(gtp.send("printsgf"))
+    assert printed.get_size() == 9 and printed.get_komi() == 6.5
+    assert printed.get_root().get_setup_stones()[0] == {(2, 2), (6, 6)}
+    assert [n.get_move() for n in printed.get_main_sequence()[1:]] == moves
+    out = tmp_path / "out.sgf"
+    gtp.send(f"printsgf {out}")
+    assert [n.get_move() for n in sgf.Sgf_game.from_bytes(out.read_bytes()).get_main_sequence()[1:]] == moves
+    # loadsgf with a move number stops before that move.
+    assert gtp.send(f"loadsgf {path} 3") == "w"
+    assert board(gtp).count("O") == 1 and board(gtp).count("X") == 3
+    assert failure(gtp, f"loadsgf {tmp_path / 'missing.sgf'}").startswith("cannot load file")
+
+
+def _parse_info(line: str) -> list[dict[str, object]]:
+    """Split an analysis line into moves the way Sabaki/Lizzie do: "info" blocks, key-value pairs, pv last."""
+    assert line.startswith("info ")
+    moves = []
+    for block in line.split("info ")[1:]:
+        head, pv = block.split(" pv ")
+        words = head.split()
+        entry: dict[str, object] = {k: float(v) if k != "move" else v for k, v in zip(words[::2], words[1::2])}
+        entry["pv"] = pv.split()
+        moves.append(entry)
+    return moves
+
+
+@pytest.mark.parametrize("command", ["lz-analyze", "kata-analyze"])
+def test_analysis_streams_until_the_next_command(gtp, command) -> None:
+    new_game(gtp)
+    gtp.send("play b E5")
+    lines = raw(gtp, f"5 {command} w 10\n", 3)
+    assert lines[0] == "=5"
+    game = GoGame(9)
+    for line in lines[1:]:
+        moves = _parse_info(line)
+        assert moves and all(m["move"] != "E5" and m["pv"][0] == m["move"] for m in moves)
+        for m in moves:  # every move of every line is a vertex (or pass) of the board
+            assert all(0 <= game.parse_vertex(v) <= game.pass_action for v in m["pv"])
+        assert [m["order"] for m in moves] == list(range(len(moves)))
+        visits = [m["visits"] for m in moves]
+        assert visits == sorted(visits, reverse=True) and visits[0] > 0
+        for m in moves:
+            if command == "lz-analyze":
+                assert 0 <= m["winrate"] <= 10000 and 0 <= m["prior"] <= 10000
+            else:
+                assert 0 <= m["winrate"] <= 1 and -1 <= m["utility"] <= 1 and 0 <= m["prior"] <= 1
+    # Each line continues the same tree: the visits shown grow.
+    assert sum(m["visits"] for m in _parse_info(lines[2])) > sum(m["visits"] for m in _parse_info(lines[1]))
+    # Any line stops the analysis: the stream ends with an empty line, then the reply follows.
+    tail = []
+    gtp.process.stdin.write("6 name\n")
+    gtp.process.stdin.flush()
+    while (line := gtp._next_line("name", time.monotonic() + 30)) != "=6 klent":
+        tail.append(line)
+    assert tail[-1] == "" and all(t.startswith("info ") for t in tail[:-1])
+    assert gtp._next_line("name", time.monotonic() + 30) == ""
+    assert board(gtp).count("X") == 1  # analysis does not play
+
+
+@pytest.mark.parametrize("command", ["lz-genmove_analyze", "kata-genmove_analyze"])
+def test_genmove_analyze_ends_with_play(gtp, command) -> None:
+    new_game(gtp)
+    lines = raw(gtp, f"3 {command} b 10\n", 1)
+    assert lines == ["=3"]
+    rest = []
+    while (line := gtp._next_line("genmove_analyze", time.monotonic() + 60)) != "":
+        rest.append(line)
+    assert rest[-1].startswith("play ") and all(r.startswith("info ") for r in rest[:-1])
+    move = rest[-1].split()[1]
+    assert stones(gtp) == {move: "X"}
+    candidates = _parse_info(rest[0])
+    assert move in {m["move"] for m in candidates}
+    assert sum(m["visits"] for m in candidates) >= 16  # the genmove's search, 16 simulations
+
+
+def test_quit_ends_the_process(untrained_model) -> None:
+    process = subprocess.run(
+        [sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9")],
+        input="1 name\n2 quit\n3 name\n", capture_output=True, text=True, timeout=60,
+    )
+    assert process.returncode == 0
+    assert process.stdout == "=1 klent\n\n=2\n\n"
+
+
+def test_gtp_startup_imports_neither_torch_nor_fastapi(untrained_model) -> None:
+    code = (
+        "import sys, io\n"
+        "from klent.cli import main\n"
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(b'name\\nquit\\n'))\n"
+        f"main(['gtp', '--model', {untrained_model('go9')!r}])\n"
+        "bad = [m for m in ('torch', 'fastapi') if m in sys.modules]\n"
+        "print('IMPORTED', bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "IMPORTED []" in out.stdout, out.stdout + out.stderr
+
+
+def test_showboard_puts_stones_where_gtp_and_gnugo_put_them(gtp, gnugo_path) -> None:
+    moves = ["b A1", "w J9", "b A9", "w J1", "b C2", "w H7", "b E5"]
+    new_game(gtp)
+    with GtpProcess([gnugo_path, "--mode", "gtp"]) as gnugo:
+        gnugo.send("boardsize 9")
+        gnugo.send("clear_board")
+        for move in moves:
+            gtp.send(f"play {move}")
+            gnugo.send(f"play {move}")
+        expected = {v: "X" for v in gnugo.send("list_stones black").split()}
+        expected |= {v: "O" for v in gnugo.send("list_stones white").split()}
+    assert stones(gtp) == expected == {"A1": "X", "J9": "O", "A9": "X", "J1": "O", "C2": "X", "H7": "O", "E5": "X"}
+    lines = board(gtp).split("\n")
+    assert lines[1].split()[:2] == ["9", "X"] and lines[1].split()[-2:] == ["O", "9"]  # top line first
+    assert lines[9].split()[:2] == ["1", "X"] and lines[9].split()[-2:] == ["O", "1"]
+    alive = {tuple(group.split()) for group in gtp.send("final_status_list alive").split("\n")}
+    assert alive == {(v,) for v in expected}
+    # A capture removes the right stone: White's J1 in the corner, by Black at H1 and J2.
+    gtp.send("play b H1")
+    gtp.send("play b J2")
+    assert "J1" not in stones(gtp) and stones(gtp)["J2"] == "X"
+
+
+def test_genmove_never_answers_an_occupied_point(gtp) -> None:
+    new_game(gtp)
+    for move in ["b D4", "w E5", "b F6", "w C3", "b G7"]:
+        gtp.send(f"play {move}")
+    for colour in "wbwbwbwb":
+        before = stones(gtp)
+        move = gtp.send(f"genmove {colour}")
+        assert move != "resign" and move.upper() not in before
+        if move != "pass":
+            assert stones(gtp)[move.upper()] == "XO"["bw".index(colour)]
+    # Whatever was played, the record replays under the rules to the board shown.
+    record = read_sgf(gtp.send("printsgf"))
+    assert len(record.moves) == 13
+    game = record.game
+    shown = {game.parse_vertex(v): 1 if c == "X" else -1 for v, c in stones(gtp).items()}
+    assert {int(p): int(v) for p, v in enumerate(record.final.board().ravel()) if v} == shown
+
+
+def test_passes_only_when_passing_cannot_lose(gtp) -> None:
+    new_game(gtp)
+    gtp.send("play b E5")
+    gtp.send("play w pass")
+    assert gtp.send("genmove b") == "pass"  # B+73.5 as the board stands: the game ends, Black wins
+    assert gtp.send("final_score") == "B+73.5"
+    gtp.send("undo")
+    gtp.send("undo")
+    gtp.send("play b pass")  # now White's pass would lose: White plays on, whatever the network says
+    assert gtp.send("genmove w") not in ("pass", "resign")
+
+
+def test_own_eyes_self_atari_and_cleanup_points() -> None:
+    game = GoGame(9)
+    black = [game.parse_vertex(v) for v in ["B1", "A2", "B2", "C1", "C2", "D1"]]
+    white = [game.parse_vertex(v) for v in ["E1", "E2", "J9"]]
+    board = game.setup_state(black, white).board().ravel()
+    a1, d2 = game.parse_vertex("A1"), game.parse_vertex("D2")
+    assert go_board.is_own_eye(board, 9, a1, 1) and not go_board.is_own_eye(board, 9, a1, -1)
+    assert go_board.is_self_atari(board, 9, a1, -1)  # White into Black's eye
+    assert not go_board.is_self_atari(board, 9, d2, -1)
+    stones_, liberties = go_board.chain_at(board, 9, game.parse_vertex("E1"))
+    assert stones_ == {game.parse_vertex("E1"), game.parse_vertex("E2")}
+    assert liberties == {game.parse_vertex(v) for v in ["F1", "F2", "E3", "D2"]}
+    # Black's cleanup targets: every liberty of White's chains that is not self-atari for Black.
+    expected = {game.parse_vertex(v) for v in ["F1", "F2", "E3", "D2", "H9", "J8"]}
+    assert set(go_board.cleanup_points(board, 9, 1)) == expected
+    # White J9-J8 and H7 around Black's H8: J7 would leave Black one liberty (J6), so it is no target.
+    corner = game.setup_state([game.parse_vertex("H8")], [game.parse_vertex(v) for v in ["J9", "J8", "H7"]])
+    targets = {game.vertex(p) for p in go_board.cleanup_points(corner.board().ravel(), 9, 1)}
+    assert targets == {"H9", "G7", "H6"}
+    # A false eye: two enemy stones on the diagonals of a centre point.
+    centre = [game.parse_vertex(v) for v in ["E4", "D5", "F5", "E6"]]
+    false_eye = game.setup_state(centre, [game.parse_vertex("D4"), game.parse_vertex("F6")]).board().ravel()
+    assert not go_board.is_own_eye(false_eye, 9, game.parse_vertex("E5"), 1)

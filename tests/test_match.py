@@ -1,0 +1,80 @@
+"""`klent match`: statistics against hand-computed values, and real games against GNU Go."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from engine.games.sgf import read_sgf
+from protocols.match_stats import MatchSummary, elo_difference, wilson_interval
+
+
+def test_wilson_interval_matches_hand_computation() -> None:
+    # 5/10: centre 0.5, half-width 1.96/1.38415 * sqrt(0.025 + 0.0096036) = 0.26341.
+    low, high = wilson_interval(5, 10)
+    assert low == pytest.approx(0.23659, abs=1e-4) and high == pytest.approx(0.76341, abs=1e-4)
+    # 0/10: the interval starts at 0 and is not degenerate (upper bound 0.27753).
+    low, high = wilson_interval(0, 10)
+    assert low == 0.0 and high == pytest.approx(0.27753, abs=1e-4)
+    # 10/10 mirrors 0/10.
+    low, high = wilson_interval(10, 10)
+    assert high == pytest.approx(1.0) and low == pytest.approx(1 - 0.27753, abs=1e-4)
+
+
+def test_elo_difference_matches_logistic_model() -> None:
+    assert elo_difference(0.5) == 0.0
+    assert elo_difference(0.75) == pytest.approx(400 * math.log10(3), abs=1e-9)  # 190.85
+    assert elo_difference(0.25) == pytest.approx(-400 * math.log10(3), abs=1e-9)
+    assert elo_difference(0.0) == -math.inf and elo_difference(1.0) == math.inf
+
+
+def test_summary_counts_draws_as_half_and_maps_the_interval() -> None:
+    summary = MatchSummary.from_counts(wins=6, losses=3, draws=1)
+    assert summary.games == 10 and summary.win_rate == pytest.approx(0.65)
+    assert summary.elo == pytest.approx(-400 * math.log10(1 / 0.65 - 1))  # +107.5
+    low, high = wilson_interval(6.5, 10)
+    assert (summary.win_rate_low, summary.win_rate_high) == (low, high)
+    assert summary.elo_low == pytest.approx(elo_difference(low))
+    assert summary.elo_low < summary.elo < summary.elo_high
+    shutout = MatchSummary.from_counts(0, 4, 0)
+    assert shutout.to_json()["elo"] is None and shutout.to_json()["elo_high"] is not None
+    assert "-inf" in shutout.text()
+
+
+def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
+    untrained_model, gnugo_path, tmp_path
+) -> None:
+    model = untrained_model("go9")
+    ours = f"{sys.executable} -m klent gtp --model {model} --mode reactive --resign-threshold 0"
+    gnugo = f"{gnugo_path} --mode gtp --level 1"
+    out = tmp_path / "match"
+    completed = subprocess.run(
+        [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", gnugo, "--game", "go9",
+         "--games", "2", "--max-moves", "160", "--referee", f"{gnugo_path} --mode gtp --chinese-rules",
+         "--time-per-move", "5", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "win rate" in completed.stdout and "Elo difference" in completed.stdout
+    report = json.loads((out / "summary.json").read_text())
+    assert report["summary"]["games"] == 2
+    games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    names = report["engine_names"]
+    assert names[0].startswith("klent") and names[1].startswith("GNU Go")
+    assert [g["first"] for g in games] == [0, 1]  # colours alternate
+    for g in games:
+        # Only referee-scored endings: no forfeit by illegal move, crash or timeout on either side.
+        assert "referee score" in g["reason"], g
+        assert g["result"] == "0" or g["result"][:2] in ("B+", "W+")
+        # The record replays under klent's rules (read_sgf refuses an illegal move) and ends the game.
+        record = read_sgf((out / g["record"]).read_bytes())
+        assert len(record.moves) == g["moves"] and record.final.is_terminal
+        assert record.result == g["result"] and record.game.komi == 7.5
+        assert record.black == names[g["first"]] and record.white == names[1 - g["first"]]
+        winner_colour = None if g["result"] == "0" else "BW".index(g["result"][0])
+        expected = None if winner_colour is None else (g["first"] if winner_colour == 0 else 1 - g["first"])
+        assert g["winner"] == expected
