@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from engine.games.base import Game, GameFormatError, IllegalMoveError, State
 from engine.games.chess import ChessGame
-from engine.games.go import GoGame
-from engine.games.sgf import read_sgf
+from engine.games.go import GoGame, GoState
+from engine.games.sgf import read_sgf, result_text as sgf_result_text
 from server.schemas import MAX_MOVE_CHARS, PositionOut, PositionRequest
 
 
@@ -96,9 +96,8 @@ def result_text(state: State) -> str | None:
     if not state.is_terminal:
         return None
     outcome = state.outcome()
-    if isinstance(state.game, GoGame):
-        margin = abs(state.score())  # type: ignore[attr-defined]
-        return f"B+{margin:g}" if outcome > 0 else f"W+{margin:g}" if outcome < 0 else "0"
+    if isinstance(state, GoState):
+        return sgf_result_text(state)
     if isinstance(state.game, ChessGame):
         return "1-0" if outcome > 0 else "0-1" if outcome < 0 else "1/2-1/2"
     return "first player wins" if outcome > 0 else "second player wins" if outcome < 0 else "draw"
