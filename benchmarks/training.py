@@ -1,0 +1,156 @@
+"""KLENT training throughput against the bound set by the network alone.
+
+KLENT makes one network call per sample in self-play (no search), then one training step per
+sample, so on a given machine its throughput cannot beat
+
+    bound = 1 / (forward time per state at the self-play batch size
+                 + training time per sample at the training batch size)
+
+simulator evaluations per second.  The rest -- the game rules, encoding, the targets, the
+per-iteration checkpoint and ONNX export -- is overhead; the target is >= 60% of the bound.
+The full trainer (`training.trainer.Trainer`) is timed over a few iterations after a warm-up
+one (the defaults are those of training/configs/go9_cpu.toml), once with self-play through ONNX
+Runtime (latest.onnx exported every iteration) and once through torch (an export every
+``--export-every`` iterations, amortised), so the measurement also says which is faster here.
+
+    klent bench training [--game go9] [--blocks 6 --channels 64] [--games 64 --steps 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+import engine.games as games
+from engine.network import OnnxEvaluator, default_threads
+from training.export import export_onnx
+from training.nets import NetConfig, build_net
+from training.selfplay import Samples, SelfPlayConfig
+from training.torch_evaluator import TorchEvaluator
+from training.trainer import EvalConfig, OptimConfig, Trainer, TrainConfig, fit, klent_batch_loss
+
+
+def network_bound(config: TrainConfig, repeats: int, threads: int) -> dict[str, float]:
+    """Seconds per state of a forward pass (ONNX Runtime and torch) at the self-play batch
+    size, and of a training step at the training batch size, on random positions."""
+    torch.set_num_threads(threads)
+    game = games.get(config.game, **config.game_options)
+    model = build_net(game, config.net_config())
+    rng = np.random.default_rng(0)
+    batch = config.selfplay.games
+    obs = rng.integers(0, 2, size=(batch, *game.observation_shape)).astype(np.float32)
+    masks = np.ones((batch, game.num_actions), dtype=bool)
+    result: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        export_onnx(model, game, f"{folder}/net.onnx")
+        evaluators = {
+            "onnx": OnnxEvaluator(f"{folder}/net.onnx", game, threads=threads),
+            "torch": TorchEvaluator(model, game, "cpu"),
+        }
+        for name, evaluator in evaluators.items():
+            evaluator.evaluate_encoded(obs, masks)  # warm-up
+            start = time.perf_counter()
+            for _ in range(repeats):
+                evaluator.evaluate_encoded(obs, masks)
+            result[f"forward_{name}"] = (time.perf_counter() - start) / (repeats * batch)
+    samples_count = config.optim.batch_size * repeats
+    train_obs = rng.integers(0, 2, size=(samples_count, *game.observation_shape)).astype(np.float32)
+    policy = np.full((samples_count, game.num_actions), 1.0 / game.num_actions, dtype=np.float32)
+    samples = Samples(
+        obs=train_obs,
+        masks=np.ones((samples_count, game.num_actions), dtype=bool),
+        actions=rng.integers(0, game.num_actions, samples_count),
+        policy=policy,
+        returns=rng.uniform(-1, 1, samples_count).astype(np.float32),
+        value_weight=np.ones(samples_count, dtype=np.float32),
+        simulator_evaluations=0,
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batch_size = config.optim.batch_size
+    fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"))  # warm-up
+    start = time.perf_counter()
+    fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"))
+    result["train"] = (time.perf_counter() - start) / samples_count
+    return result
+
+
+def trainer_throughput(config: TrainConfig, iterations: int, threads: int) -> dict[str, float]:
+    """Simulator evaluations per second of the trainer's iterations (self-play, fitting,
+    checkpoint, and with ONNX self-play the export of latest.onnx) after a warm-up one, plus
+    the seconds of one export (which torch self-play pays every ``export_every`` iterations)."""
+    with tempfile.TemporaryDirectory() as folder:
+        trainer = Trainer(config, folder, device="cpu", threads=threads)
+        trainer.step()
+        evaluations = trainer.simulator_evaluations
+        start = time.perf_counter()
+        for _ in range(iterations):
+            trainer.step()
+        seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        export_onnx(trainer.model, trainer.game, f"{folder}/export.onnx")
+        export_seconds = time.perf_counter() - start
+    return {
+        "evaluations": (trainer.simulator_evaluations - evaluations) / iterations,
+        "seconds_per_iteration": seconds / iterations,
+        "export_seconds": export_seconds,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="klent bench training", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--game", default="go9")
+    parser.add_argument("--blocks", type=int, default=6)
+    parser.add_argument("--channels", type=int, default=64)
+    parser.add_argument("--games", type=int, default=64, help="parallel self-play games")
+    parser.add_argument("--steps", type=int, default=64, help="transitions per game and iteration")
+    parser.add_argument("--export-every", type=int, default=10,
+                        help="iterations between exports with torch self-play")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--iterations", type=int, default=3, help="timed trainer iterations")
+    parser.add_argument("--threads", type=int, default=default_threads())
+    parser.add_argument("--evaluators", nargs="+", default=["onnx", "torch"],
+                        choices=["onnx", "torch"])
+    args = parser.parse_args(argv)
+
+    base = TrainConfig(
+        game=args.game,
+        blocks=args.blocks,
+        channels=args.channels,
+        export_every=1_000_000,  # torch self-play: export once, at the end of the run
+        selfplay=SelfPlayConfig(games=args.games, steps=args.steps, evaluator="torch"),
+        optim=OptimConfig(batch_size=args.batch_size),
+        eval=EvalConfig(every=0),
+    )
+    print(f"{args.game}, {NetConfig(args.blocks, args.channels).arch}, {args.games} games x "
+          f"{args.steps} steps per iteration, batch {args.batch_size}, {args.threads} threads")
+    bound = network_bound(base, repeats=10, threads=args.threads)
+    best_forward = min(bound["forward_onnx"], bound["forward_torch"])
+    limit = 1.0 / (best_forward + bound["train"])
+    print(f"  forward per state: onnx {bound['forward_onnx'] * 1e6:.0f} us, "
+          f"torch {bound['forward_torch'] * 1e6:.0f} us; train step per sample "
+          f"{bound['train'] * 1e6:.0f} us")
+    print(f"  network bound: {limit:.0f} simulator evaluations/s")
+    ok = True
+    for name in args.evaluators:
+        config = dataclasses.replace(
+            base, selfplay=dataclasses.replace(base.selfplay, evaluator=name)
+        )
+        measured = trainer_throughput(config, args.iterations, args.threads)
+        seconds = measured["seconds_per_iteration"]
+        if name == "torch":  # latest.onnx every export_every iterations, as go9_cpu.toml does
+            seconds += measured["export_seconds"] / args.export_every
+        rate = measured["evaluations"] / seconds
+        share = rate / limit
+        ok = ok and share >= 0.6
+        print(f"  trainer, {name} self-play: {rate:.0f} simulator evaluations/s = "
+              f"{100 * share:.0f}% of the bound ({seconds:.1f} s per iteration; one export "
+              f"{measured['export_seconds']:.1f} s)")
+    print("target >= 60% of the bound:", "met" if ok else "NOT met")
+    return 0 if ok else 1

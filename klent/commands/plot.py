@@ -1,0 +1,87 @@
+"""`klent plot`: learning curves of one or more training runs, on the paper's x-axis.
+
+    klent plot runs/go9 -o curves.png
+    klent plot runs/klent runs/gumbel-az runs/kl-only -o ablation.png
+
+One figure, one line per run: win rate against uniform random play and against the previous
+evaluation's model, the losses, and the entropy of pi' -- each against simulator evaluations
+(KLENT paper, appendix B).  Runs are labelled by their folder names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from klent.cli import CommandError
+
+# (metric key, panel title); a run without a key (e.g. no evaluation yet) leaves a gap.
+PANELS = (
+    ("winrate_random", "win rate vs uniform random"),
+    ("winrate_reference", "win rate vs previous evaluation"),
+    ("policy_loss", "policy loss (cross-entropy)"),
+    ("value_loss", "value loss (squared error)"),
+    ("entropy", "entropy of the improved policy"),
+    ("samples_per_second", "samples / second"),
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("runs", nargs="+", help="run folders (each with a metrics.jsonl)")
+    parser.add_argument("-o", "--output", default="curves.png", help="PNG file to write")
+
+
+def run(args: argparse.Namespace) -> int:
+    from training.metrics import read_metrics  # no torch: metrics.py imports numpy only
+
+    runs: list[tuple[str, list[dict]]] = []
+    for folder in args.runs:
+        path = Path(folder) / "metrics.jsonl"
+        if not path.is_file():
+            raise CommandError(f"{folder}: no metrics.jsonl (is it a training run folder?)")
+        records = read_metrics(path)
+        if not records:
+            raise CommandError(f"{folder}: metrics.jsonl holds no complete iteration yet")
+        runs.append((Path(folder).resolve().name, records))
+    write_figure(runs, args.output)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def write_figure(runs: list[tuple[str, list[dict]]], output: str | os.PathLike[str]) -> None:
+    """Draw every panel for every run and save the PNG atomically."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display needed
+    import matplotlib.pyplot as plt
+
+    columns = 2
+    rows = (len(PANELS) + columns - 1) // columns
+    fig, axes = plt.subplots(rows, columns, figsize=(11, 3.2 * rows), squeeze=False)
+    for ax, (key, title) in zip(axes.flat, PANELS):
+        for label, records in runs:
+            points = [
+                (r["simulator_evaluations"], r[key])
+                for r in records
+                if r.get(key) is not None and "simulator_evaluations" in r
+            ]
+            if points:
+                xs, ys = zip(*points)
+                marker = "o" if key.startswith("winrate") else None
+                ax.plot(xs, ys, marker=marker, markersize=3, label=label)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("simulator evaluations")
+        ax.grid(alpha=0.3)
+        if key.startswith("winrate"):
+            ax.set_ylim(-0.02, 1.02)
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    output = Path(output)
+    tmp = output.with_name(f".{output.name}.tmp.png")
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, output)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)

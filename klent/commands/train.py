@@ -1,0 +1,66 @@
+"""`klent train`: train a network by KLENT self-play (or the Gumbel AlphaZero baseline).
+
+    klent train --game go9 --config training/configs/go9_cpu.toml --out runs/go9
+    klent train --out runs/go9 --resume --minutes 60
+    torchrun --nproc_per_node=2 -m klent train --config training/configs/go9_gpu.toml --out runs/g
+
+The config (TOML, see training/configs/) defines the run; --game, --algo and --preset override
+it for a new run.  A resumed run keeps the configuration stored in its checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from klent.cli import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML training config (training/configs/*.toml)")
+    parser.add_argument("--out", required=True, help="run folder (checkpoints, ONNX, metrics)")
+    parser.add_argument("--game", help="game id (go9, chess, countup, ...); overrides the config")
+    parser.add_argument("--algo", choices=("klent", "gumbel-az"), help="overrides the config")
+    parser.add_argument(
+        "--preset",
+        choices=("klent", "kl-only", "ent-only", "one-step", "monte-carlo"),
+        help="KLENT ablation preset (paper table 2); overrides the config",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--iterations", type=int, help="stop after this many iterations in total")
+    parser.add_argument("--minutes", type=float, help="stop after this much wall-clock time")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
+    parser.add_argument("--threads", type=int, help="CPU threads per process (default: all cores)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from training import trainer  # torch is imported only when training
+
+    if args.iterations is not None and args.iterations < 1:
+        raise CommandError("--iterations must be at least 1")
+    if args.minutes is not None and args.minutes <= 0:
+        raise CommandError("--minutes must be positive")
+    chosen = {"game": args.game, "algo": args.algo, "preset": args.preset}
+    overrides = {k: v for k, v in chosen.items() if v is not None}
+    if args.resume:
+        config = trainer.resume_config(args.out)
+        if args.config is not None and trainer.load_config(args.config) != config:
+            raise CommandError(f"{args.out} was started with another config; omit --config")
+        if any(getattr(config, k) != v for k, v in overrides.items()):
+            raise CommandError("--game, --algo and --preset cannot change a run being resumed")
+    else:
+        if args.config is None:
+            raise CommandError("a new run needs --config (see training/configs/)")
+        config = trainer.load_config(args.config)
+        config = dataclasses.replace(config, **overrides)
+    run_ = trainer.Trainer(
+        config, args.out, resume=args.resume, device=args.device, threads=args.threads
+    )
+    try:
+        done = run_.run(args.iterations, args.minutes, progress=not args.no_progress)
+    finally:
+        run_.close()
+    if run_.dist.is_main:
+        print(f"{done} iterations, {run_.simulator_evaluations} simulator evaluations -> {args.out}")
+    return 0

@@ -1,0 +1,209 @@
+"""The trainer (training/trainer.py) and `klent train` / `klent plot`: configs, checkpoints,
+exact resumption, crash safety and learning end to end."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from engine.network import OnnxEvaluator
+from klent.cli import main as klent_main
+from training import klent
+from training.metrics import greedy_agent, play_match, random_agent, read_metrics
+from training.nets import load_checkpoint
+from training.selfplay import SelfPlayConfig
+from training.trainer import EvalConfig, Trainer, TrainConfig, config_to_toml, load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "training" / "configs"
+PYTHON = sys.executable
+# Timing fields differ between two runs of the same iterations; everything else must not.
+TIMING = {"selfplay_seconds", "train_seconds", "samples_per_second",
+          "simulator_evaluations_per_second", "wall_seconds"}
+
+
+def countup_config(**changes) -> TrainConfig:
+    config = load_config(CONFIGS / "countup_cpu.toml")
+    small = dataclasses.replace(
+        config,
+        selfplay=SelfPlayConfig(games=16, steps=4, evaluator="torch"),
+        eval=EvalConfig(every=2, games=8, opening_plies=1),
+        export_every=100,
+    )
+    return dataclasses.replace(small, **changes)
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_checkpoint(path).model.state_dict()
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_shipped_config_loads_and_gpu_presets_are_the_papers_setup(tmp_path: Path) -> None:
+    paths = sorted(CONFIGS.glob("*.toml"))
+    names = {p.stem for p in paths}
+    assert {"countup_cpu", "go5_cpu", "go9_cpu", "chess_cpu", "go9_gpu"} <= names
+    for path in paths:
+        config = load_config(path)
+        copy = tmp_path / path.name
+        copy.write_text(config_to_toml(config))
+        assert load_config(copy) == config
+        if path.stem.endswith("_gpu"):
+            assert config.selfplay.games == 1024 and config.optim.batch_size == 4096
+            assert (config.blocks, config.channels) == (6, 128)
+            assert config.optim.lr == 1e-3 and config.selfplay.steps >= 256
+    assert load_config(CONFIGS / "go9_gpu.toml").selfplay.steps == 2048  # appendix C
+
+
+def test_config_errors_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('game = "countup"\n[selfplay]\ngames = 4\nthreads = 2\n')
+    with pytest.raises(ValueError, match=r"\[selfplay\]: threads"):
+        load_config(bad)
+    bad.write_text('game = "countup"\n[klent]\npreset = "kl-ony"\n')
+    with pytest.raises(ValueError, match="kl-ony"):
+        load_config(bad)
+    ok = tmp_path / "ok.toml"
+    ok.write_text('game = "countup"\n[klent]\npreset = "one-step"\nalpha = 0.5\n')
+    assert load_config(ok).klent_config() == klent.KlentConfig(alpha=0.5, beta=0.1, lam=0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints and resumption
+# ---------------------------------------------------------------------------------------------
+
+
+def test_resume_continues_exactly_where_it_stopped(tmp_path: Path) -> None:
+    config = countup_config(eval=EvalConfig(every=3, games=8, opening_plies=1))
+    straight = Trainer(config, tmp_path / "straight", threads=1)
+    straight.run(iterations=4, progress=False)
+
+    first = Trainer(config, tmp_path / "split", threads=1)
+    first.run(iterations=2, progress=False)
+    with pytest.raises(ValueError, match="--resume"):
+        Trainer(config, tmp_path / "split", threads=1)
+    second = Trainer(config, tmp_path / "split", resume=True, threads=1)
+    assert second.iteration == 2
+    second.run(iterations=4, progress=False)
+
+    a, b = weights(tmp_path / "straight" / "checkpoint.pt"), weights(tmp_path / "split" / "checkpoint.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    logs = [read_metrics(tmp_path / run / "metrics.jsonl") for run in ("straight", "split")]
+    assert [r["iteration"] for r in logs[1]] == [1, 2, 3, 4]
+    for x, y in zip(*logs):
+        assert {k: v for k, v in x.items() if k not in TIMING} == {
+            k: v for k, v in y.items() if k not in TIMING
+        }
+    assert "winrate_random" in logs[0][2] and "winrate_random" not in logs[0][3]
+    for name in ("latest.onnx", "reference.onnx"):
+        OnnxEvaluator(tmp_path / "split" / name)  # loads: a complete klent model
+    assert load_config(tmp_path / "split" / "config.toml") == config
+
+
+def test_sigkill_mid_iteration_leaves_a_resumable_run(tmp_path: Path) -> None:
+    """Self-play through ONNX Runtime: every iteration writes latest.onnx and checkpoint.pt."""
+    config = countup_config(
+        selfplay=SelfPlayConfig(games=64, steps=8, evaluator="onnx"),
+        eval=EvalConfig(every=0),
+    )
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(config_to_toml(config))
+    out = tmp_path / "run"
+    base = [PYTHON, "-m", "klent", "train", "--config", str(config_file), "--out", str(out),
+            "--threads", "1", "--no-progress"]
+    command = [*base, "--iterations", "50"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_lines(out / "metrics.jsonl")) < 2:
+            assert process.poll() is None, process.stderr.read().decode()
+            assert time.monotonic() < deadline, "training made no progress"
+            time.sleep(0.05)
+        time.sleep(np.random.default_rng().uniform(0.0, 1.0))  # somewhere in an iteration
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    done = load_checkpoint(out / "checkpoint.pt").extra["counters"]["iteration"]
+    assert done >= 1
+    OnnxEvaluator(out / "latest.onnx")
+
+    resumed = subprocess.run(
+        [*base, "--resume", "--iterations", str(done + 2)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    records = read_metrics(out / "metrics.jsonl")
+    assert [r["iteration"] for r in records] == list(range(1, done + 3))
+    assert _lines(out / "metrics.jsonl") == [json.dumps(r, sort_keys=True) for r in records]
+    assert load_checkpoint(out / "checkpoint.pt").extra["counters"]["iteration"] == done + 2
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    OnnxEvaluator(out / "latest.onnx")
+
+
+def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert klent_main(["train", "--out", str(tmp_path / "none"), "--resume"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+    assert klent_main(["train", "--out", str(tmp_path / "x")]) == 2
+    assert "--config" in capsys.readouterr().err
+    assert klent_main(["plot", str(tmp_path), "-o", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert "metrics.jsonl" in err and len(err.strip().splitlines()) == 1
+
+
+def test_gumbel_az_and_an_ablation_preset_train_and_plot(tmp_path: Path) -> None:
+    runs = {
+        "gumbel-az": countup_config(
+            algo="gumbel-az",
+            gumbel_az={"simulations": 4},
+            eval=EvalConfig(every=1, games=8, opening_plies=1),
+        ),
+        "one-step": countup_config(preset="one-step", eval=EvalConfig(every=0)),
+    }
+    for name, config in runs.items():
+        trainer = Trainer(config, tmp_path / name, threads=1)
+        trainer.run(iterations=2, progress=False)
+        records = read_metrics(tmp_path / name / "metrics.jsonl")
+        assert len(records) == 2 and records[-1]["simulator_evaluations"] > 0
+    gaz = read_metrics(tmp_path / "gumbel-az" / "metrics.jsonl")[-1]
+    assert gaz["simulator_evaluations"] > 2 * gaz["samples"]  # search calls count too
+    assert 0.0 <= gaz["winrate_random"] <= 1.0 and 0.0 <= gaz["winrate_reference"] <= 1.0
+    model = load_checkpoint(tmp_path / "gumbel-az" / "checkpoint.pt").model
+    assert model.value_head is not None and model.action_value_head is None
+    png = tmp_path / "curves.png"
+    assert klent_main(["plot", str(tmp_path / "gumbel-az"), str(tmp_path / "one-step"),
+                       "-o", str(png)]) == 0
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 10_000
+
+
+# ---------------------------------------------------------------------------------------------
+# Learning end to end
+# ---------------------------------------------------------------------------------------------
+
+
+def test_go5_beats_uniform_random_after_three_minutes_of_cpu_training(tmp_path: Path) -> None:
+    config = dataclasses.replace(load_config(CONFIGS / "go5_cpu.toml"), eval=EvalConfig(every=0))
+    started = time.monotonic()
+    trainer = Trainer(config, tmp_path / "go5")
+    trainer.run(iterations=config.iterations, minutes=2.5, progress=False)
+    assert time.monotonic() - started < 180
+    evaluator = OnnxEvaluator(tmp_path / "go5" / "latest.onnx")
+    rng = np.random.default_rng(2024)
+    score = play_match(trainer.game, greedy_agent(evaluator), random_agent(rng), 100, rng)
+    assert score >= 0.8, f"{score:.2f} after {trainer.iteration} iterations"
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []

@@ -1,0 +1,146 @@
+"""The Gumbel AlphaZero baseline (Danihelka et al. 2022), as the KLENT paper ran it.
+
+A policy + state-value network (`NetConfig(value_head=True, action_value_head=False)`) plays
+itself with Gumbel MCTS of ``simulations`` simulations per move (`engine.search`, the paper's
+appendix C: 32).  The move played is the search's choice (Gumbel-Top-k sampling, scale 1, is
+the exploration); the policy target is the search's improved policy softmax(logits +
+sigma(completed Q)); the value target is the game's outcome from the view of the player to
+move.  Game slots, restarts and carried-over games are shared with KLENT self-play
+(`training.selfplay.GameSlots`).  As in the paper's Pgx/mctx implementation, a game still
+running when the collection window closes gives no value target for that window's samples
+(their value weight is 0); a game ended by the move cap is scored by the game's rules (the
+baseline has no bootstrap value for it).
+
+Simulator evaluations are counted the paper's way: every state the network is asked about
+during self-play, root and search leaves alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from engine.games.base import State
+from engine.network import Evaluation, Evaluator
+from engine.search import GumbelConfig, SearchLimits, search
+from training import klent
+from training.selfplay import GameSlots, Samples
+
+
+@dataclass(frozen=True)
+class GumbelAZConfig:
+    """Search settings of self-play (the rest of Gumbel MCTS's constants are the paper's)."""
+
+    simulations: int = 32
+    max_considered: int = 16
+    c_visit: float = 50.0
+    c_scale: float = 1.0
+    gumbel_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.simulations < 1:
+            raise ValueError("Gumbel AlphaZero self-play needs at least one simulation per move")
+
+    def search_config(self) -> GumbelConfig:
+        return GumbelConfig(
+            max_considered=self.max_considered,
+            gumbel_scale=self.gumbel_scale,
+            c_visit=self.c_visit,
+            c_scale=self.c_scale,
+        )
+
+
+class CountingEvaluator:
+    """An `Evaluator` that counts the states it evaluates (the simulator evaluations)."""
+
+    def __init__(self, evaluator: Evaluator) -> None:
+        self.evaluator = evaluator
+        self.game = evaluator.game
+        self.count = 0
+
+    def evaluate(self, states: Sequence[State]) -> Evaluation:
+        self.count += len(states)
+        return self.evaluator.evaluate(states)
+
+
+def collect(
+    slots: GameSlots, evaluator: Evaluator, config: GumbelAZConfig, steps: int
+) -> Samples:
+    """Play ``steps`` searched moves in every slot; policy and outcome targets."""
+    counter = CountingEvaluator(evaluator)
+    limits = SearchLimits(simulations=config.simulations)
+    search_config = config.search_config()
+    count = len(slots)
+    game = slots.game
+    obs = np.empty((steps, count, *game.observation_shape), dtype=np.float32)
+    masks = np.empty((steps, count, game.num_actions), dtype=np.bool_)
+    policy = np.empty((steps, count, game.num_actions), dtype=np.float32)
+    actions = np.empty((steps, count), dtype=np.int64)
+    players = np.empty((steps, count), dtype=np.int64)
+    root_values = np.empty((steps, count))
+    outcomes = np.zeros((steps, count), dtype=np.float32)
+    weights = np.zeros((steps, count), dtype=np.float32)
+    open_steps: list[list[int]] = [[] for _ in range(count)]  # this window's steps of each game
+    entropy_sum = kl_sum = 0.0
+    game_lengths: list[int] = []
+
+    for t in range(steps):
+        obs[t], masks[t] = slots.observe()
+        players[t] = [state.to_play for state in slots.states]
+        results = search(slots.states, counter, limits, config=search_config, rng=slots.rng)
+        for i, result in enumerate(results):
+            actions[t, i] = result.action
+            policy[t, i] = result.improved_policy
+            root_values[t, i] = result.value
+            entropy_sum += float(klent.entropy(result.improved_policy.astype(np.float64)))
+            with np.errstate(divide="ignore"):
+                log_prior = np.log(result.prior.astype(np.float64))
+            kl_sum += float(klent.kl_divergence(result.improved_policy.astype(np.float64), log_prior))
+            open_steps[i].append(t)
+        step = slots.step(actions[t])
+        for i, final in enumerate(step.final_states):
+            if final is None:
+                continue
+            for s in open_steps[i]:
+                outcomes[s, i] = final.reward_for(int(players[s, i]))
+                weights[s, i] = 1.0
+            open_steps[i] = []
+            game_lengths.append(final.move_number)
+
+    samples = steps * count
+    scored = weights > 0
+    stats = {
+        "entropy": entropy_sum / samples,
+        "kl": kl_sum / samples,
+        "abs_value_error": (
+            float(np.abs(root_values - outcomes)[scored].mean()) if scored.any() else float("nan")
+        ),
+        "games_finished": float(len(game_lengths)),
+        "game_length": float(np.mean(game_lengths)) if game_lengths else float("nan"),
+    }
+    return Samples(
+        obs=obs.reshape(samples, *game.observation_shape),
+        masks=masks.reshape(samples, -1),
+        actions=actions.reshape(samples),
+        policy=policy.reshape(samples, -1),
+        returns=outcomes.reshape(samples),
+        value_weight=weights.reshape(samples),
+        simulator_evaluations=counter.count,
+        stats=stats,
+    )
+
+
+def batch_loss(
+    outputs: tuple, batch: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """CE(improved policy, pi_theta) + (V_theta(S) - z)^2 over the samples with an outcome."""
+    logits, _, value = outputs
+    log_policy = klent.masked_log_policy(logits, batch["masks"])
+    policy_loss = -(batch["policy"] * log_policy).sum(dim=-1).mean()
+    weight = batch["value_weight"]
+    value_loss = (weight * (value - batch["returns"]).square()).sum() / weight.sum().clamp(min=1.0)
+    loss = policy_loss + value_loss
+    return loss, {"policy_loss": policy_loss.detach(), "value_loss": value_loss.detach()}

@@ -1,0 +1,233 @@
+"""Vectorised self-play: N games side by side, one batched network call per move.
+
+As in the paper's implementation (appendix C), every iteration collects a fixed number of
+transitions from each of N game slots; a game that ends is replaced at once by a new one, and a
+game still running when the window closes carries over into the next iteration.  Its
+lambda-returns in this window bootstrap from v at the window end (`training.klent`).
+
+`GameSlots` is the part shared with the Gumbel AlphaZero baseline (`training.gumbel_az`): it
+holds the N games, applies the chosen moves, reports rewards / terminal / truncated flags and
+restarts finished games (from the Go-Exploit archive when there is one).  `collect_klent` is
+KLENT's move choice and target computation on top of it.
+
+The evaluator only needs ``evaluate_encoded(obs, masks)``: both `training.torch_evaluator.
+TorchEvaluator` and `engine.network.OnnxEvaluator` have it, so self-play runs on whichever is
+faster (ONNX Runtime usually is on a CPU; see benchmarks/training.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+from engine.games.base import Game, State
+from engine.network import Evaluation
+from training import klent
+from training.archive import StartArchive, replay
+
+
+class EncodedEvaluator(Protocol):
+    """What self-play needs from a network: a batch of encoded states in, masked outputs out."""
+
+    def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation: ...
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig:
+    """games: parallel game slots per process; steps: transitions per slot per iteration;
+    evaluator: "onnx" or "torch" for the self-play network calls; archive_size: capacity of
+    the Go-Exploit start-state archive (0 = every game starts from the initial position);
+    archive_initial_prob: lambda_s, the probability of starting from the initial position."""
+
+    games: int = 64
+    steps: int = 64
+    evaluator: str = "onnx"
+    archive_size: int = 0
+    archive_initial_prob: float = 0.1
+
+    def __post_init__(self) -> None:
+        if self.games < 1 or self.steps < 1:
+            raise ValueError("self-play needs games >= 1 and steps >= 1")
+        if self.evaluator not in ("onnx", "torch"):
+            raise ValueError(f"self-play evaluator must be 'onnx' or 'torch', not {self.evaluator!r}")
+
+
+class StepResult(NamedTuple):
+    """What one move in each of the N slots did (arrays of length N)."""
+
+    rewards: np.ndarray  # float64: reward to the player who moved (+1 / -1 / 0)
+    terminal: np.ndarray  # bool: the game ended by its rules
+    truncated: np.ndarray  # bool: the move cap ended it (bootstrap, do not trust the result)
+    final_states: list[State | None]  # the finished game's last state, None where it goes on
+
+
+class GameSlots:
+    """N games played side by side; a finished game is replaced at once by a new one.
+
+    Each slot keeps the actions of its game from the initial position: that is what the start
+    archive stores and what a checkpoint saves to resume the games exactly.
+    """
+
+    def __init__(
+        self, game: Game, count: int, rng: np.random.Generator, archive: StartArchive | None
+    ) -> None:
+        self.game = game
+        self.rng = rng
+        self.archive = archive
+        self.histories: list[list[int]] = []
+        self.states: list[State] = []
+        for _ in range(count):
+            self._start_new_game()
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def _start_new_game(self, slot: int | None = None) -> None:
+        actions = self.archive.sample_start(self.rng) if self.archive is not None else []
+        state = replay(self.game, actions)
+        if slot is None:
+            self.histories.append(list(actions))
+            self.states.append(state)
+        else:
+            self.histories[slot] = list(actions)
+            self.states[slot] = state
+
+    def observe(self) -> tuple[np.ndarray, np.ndarray]:
+        """Observations float32[N, C, H, W] and legal masks bool[N, A] of the current states."""
+        masks = np.stack([state.legal_mask() for state in self.states])
+        return self.game.encode_batch(self.states), masks
+
+    def step(self, actions: np.ndarray) -> StepResult:
+        """Play ``actions[i]`` in slot i; finished games are restarted before returning."""
+        count = len(self.states)
+        rewards = np.zeros(count)
+        terminal = np.zeros(count, dtype=np.bool_)
+        truncated = np.zeros(count, dtype=np.bool_)
+        final_states: list[State | None] = [None] * count
+        for i, (state, action) in enumerate(zip(self.states, actions)):
+            if self.archive is not None:
+                self.archive.add(self.histories[i], len(self.histories[i]))
+            mover = state.to_play
+            after = state.play(int(action))
+            self.histories[i].append(int(action))
+            if not after.is_terminal:
+                self.states[i] = after
+                continue
+            final_states[i] = after
+            if after.is_truncated:
+                truncated[i] = True
+            else:
+                terminal[i] = True
+                rewards[i] = after.reward_for(mover)
+            self._start_new_game(i)
+        return StepResult(rewards, terminal, truncated, final_states)
+
+    def state_dict(self) -> dict:
+        """Plain-Python snapshot of the games (and archive) to resume them exactly."""
+        data: dict = {"histories": [list(h) for h in self.histories]}
+        if self.archive is not None:
+            data["archive"] = self.archive.state_dict()
+        return data
+
+    def load_state_dict(self, data: dict) -> None:
+        self.histories = [list(h) for h in data["histories"]]
+        self.states = [replay(self.game, h) for h in self.histories]
+        if self.archive is not None and "archive" in data:
+            self.archive.load_state_dict(data["archive"])
+
+
+@dataclass
+class Samples:
+    """One iteration's training data, M = steps x games samples (flattened time-major)."""
+
+    obs: np.ndarray  # float32[M, C, H, W]
+    masks: np.ndarray  # bool[M, A]
+    actions: np.ndarray  # int64[M]
+    policy: np.ndarray  # float32[M, A]: the policy target (pi' for KLENT)
+    returns: np.ndarray  # float32[M]: the value target (G^lambda for KLENT)
+    value_weight: np.ndarray  # float32[M]: 1 where ``returns`` is a target, else 0
+    simulator_evaluations: int  # network calls on states made while collecting (the x-axis)
+    stats: dict[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+def sample_actions(policy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One action per row drawn from ``policy`` [N, A] (zero-probability actions never)."""
+    cdf = np.cumsum(policy, axis=1)
+    draws = rng.random(len(policy)) * cdf[:, -1]
+    return (cdf > draws[:, None]).argmax(axis=1)
+
+
+def collect_klent(
+    slots: GameSlots,
+    evaluator: EncodedEvaluator,
+    config: klent.KlentConfig,
+    steps: int,
+) -> Samples:
+    """Play ``steps`` moves in every slot with actions sampled from pi' and build the targets.
+
+    Network calls: one per move across all slots, plus one at the window end to value the
+    states the running games stopped in (their bootstrap v).
+    """
+    count = len(slots)
+    shape = (steps, count)
+    obs = np.empty((steps, count, *slots.game.observation_shape), dtype=np.float32)
+    masks = np.empty((steps, count, slots.game.num_actions), dtype=np.bool_)
+    policy = np.empty((steps, count, slots.game.num_actions), dtype=np.float32)
+    actions = np.empty(shape, dtype=np.int64)
+    values = np.empty((steps + 1, count))
+    q_taken = np.empty(shape)
+    rewards = np.empty(shape)
+    terminal = np.empty(shape, dtype=np.bool_)
+    truncated = np.empty(shape, dtype=np.bool_)
+    entropy_sum = kl_sum = 0.0
+    game_lengths: list[int] = []
+
+    for t in range(steps):
+        obs[t], masks[t] = slots.observe()
+        out = evaluator.evaluate_encoded(obs[t], masks[t])
+        pi_improved = klent.improved_policy(out.policy_logits, out.action_values, masks[t], config)
+        values[t] = klent.state_value(pi_improved, out.action_values)
+        actions[t] = sample_actions(pi_improved, slots.rng)
+        q_taken[t] = out.action_values[np.arange(count), actions[t]]
+        policy[t] = pi_improved
+        entropy_sum += klent.entropy(pi_improved).sum()
+        log_prior = klent.masked_log_softmax(out.policy_logits, masks[t])
+        kl_sum += klent.kl_divergence(pi_improved, log_prior).sum()
+        result = slots.step(actions[t])
+        rewards[t], terminal[t], truncated[t] = result.rewards, result.terminal, result.truncated
+        game_lengths += [s.move_number for s in result.final_states if s is not None]
+
+    # Bootstrap v of the states the window stopped in (all running games: finished ones were
+    # restarted).  At a move-cap cut the cut-off state has no legal moves to value, so it is
+    # valued by the network's own estimate of the move that led there: v(S_{t+1}) = -Q(S_t, A_t).
+    end_obs, end_masks = slots.observe()
+    end = evaluator.evaluate_encoded(end_obs, end_masks)
+    values[steps] = klent.state_value(
+        klent.improved_policy(end.policy_logits, end.action_values, end_masks, config),
+        end.action_values,
+    )
+    returns = klent.lambda_returns(rewards, values, terminal, truncated, -q_taken, config.lam)
+
+    samples = steps * count
+    stats = {
+        "entropy": entropy_sum / samples,
+        "kl": kl_sum / samples,
+        "abs_q_error": float(np.abs(q_taken - returns).mean()),
+        "games_finished": float(len(game_lengths)),
+        "game_length": float(np.mean(game_lengths)) if game_lengths else float("nan"),
+    }
+    return Samples(
+        obs=obs.reshape(samples, *obs.shape[2:]),
+        masks=masks.reshape(samples, -1),
+        actions=actions.reshape(samples),
+        policy=policy.reshape(samples, -1),
+        returns=returns.astype(np.float32).reshape(samples),
+        value_weight=np.ones(samples, dtype=np.float32),
+        simulator_evaluations=samples + count,
+        stats=stats,
+    )

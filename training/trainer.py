@@ -1,0 +1,719 @@
+"""The training loop behind `klent train`: self-play, fitting, checkpoints, evaluation.
+
+One iteration = collect ``steps`` transitions in each of ``games`` parallel games
+(`training.selfplay`), fit the network on them (one pass of minibatches, Adam), then on rank 0:
+export ``latest.onnx``, evaluate when due, append a line to ``metrics.jsonl`` and write
+``checkpoint.pt``.  Every write is atomic, and the checkpoint holds everything the next
+iteration depends on -- weights, optimizer, counters, the RNG states (torch, numpy, python) and
+the running games and start archive of every rank -- so ``--resume`` continues exactly where
+the last complete iteration left off.
+
+Under ``torchrun`` (RANK / WORLD_SIZE in the environment) the network is wrapped in
+DistributedDataParallel (gloo on CPU, NCCL on CUDA): each rank plays its own games with its own
+seed, gradients are averaged across ranks, and rank 0 alone writes files.  ``batch_size`` is the
+global minibatch; each rank takes its share.
+
+Run folder: checkpoint.pt, latest.onnx (the current weights), reference.onnx (the model at the
+previous evaluation, the "earlier checkpoint" opponent), metrics.jsonl, config.toml (a copy
+for people; a resume reads the configuration stored in the checkpoint).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import time
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+import engine.games
+from engine.games.base import Game
+from engine.network import OnnxEvaluator, default_threads
+from training import klent
+from training.archive import StartArchive
+from training.export import export_onnx
+from training.metrics import (
+    append_metrics,
+    greedy_agent,
+    play_match,
+    random_agent,
+    truncate_metrics,
+)
+from training.nets import KlentNet, NetConfig, build_net, load_checkpoint, save_checkpoint
+from training.selfplay import GameSlots, Samples, SelfPlayConfig, collect_klent
+from training.torch_evaluator import TorchEvaluator
+
+ALGOS = ("klent", "gumbel-az")
+CHECKPOINT = "checkpoint.pt"
+LATEST_ONNX = "latest.onnx"
+REFERENCE_ONNX = "reference.onnx"
+METRICS = "metrics.jsonl"
+CONFIG_TOML = "config.toml"
+
+# ---------------------------------------------------------------------------------------------
+# Configuration (TOML)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Adam with the paper's learning rate; ``batch_size`` is the global minibatch and
+    ``epochs`` the passes over each iteration's samples (the paper: one)."""
+
+    lr: float = 1e-3
+    batch_size: int = 256
+    epochs: int = 1
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Every ``every`` iterations (0 = never): ``games`` greedy games against uniform random
+    play and as many against the model of the previous evaluation, whose first
+    ``opening_plies`` moves are random so that two deterministic players differ game to game."""
+
+    every: int = 10
+    games: int = 64
+    opening_plies: int = 2
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that defines a run; stored in its checkpoint so a resume cannot drift."""
+
+    game: str
+    game_options: dict[str, Any] = field(default_factory=dict)
+    algo: str = "klent"
+    seed: int = 0
+    iterations: int = 100  # default stop when neither --iterations nor --minutes is given
+    export_every: int = 1  # latest.onnx every n iterations (always when self-play uses ONNX)
+    blocks: int = 6
+    channels: int = 64
+    preset: str = "klent"  # KLENT ablation preset (training.klent.PRESETS)
+    klent_overrides: dict[str, float] = field(default_factory=dict)  # alpha / beta / lam
+    gumbel_az: dict[str, Any] = field(default_factory=dict)  # training.gumbel_az.GumbelAZConfig
+    selfplay: SelfPlayConfig = SelfPlayConfig()
+    optim: OptimConfig = OptimConfig()
+    eval: EvalConfig = EvalConfig()
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown algorithm {self.algo!r}; known: {', '.join(ALGOS)}")
+        if self.preset not in klent.PRESETS:
+            known = ", ".join(klent.PRESETS)
+            raise ValueError(f"unknown KLENT preset {self.preset!r}; known: {known}")
+        self.klent_config()  # validate the overrides now, not an hour into the run
+        if self.export_every < 1 or self.optim.batch_size < 1 or self.optim.epochs < 1:
+            raise ValueError("export_every, batch_size and epochs must be at least 1")
+
+    def klent_config(self) -> klent.KlentConfig:
+        return dataclasses.replace(klent.PRESETS[self.preset], **self.klent_overrides)
+
+    def net_config(self) -> NetConfig:
+        """KLENT: policy + action values; Gumbel AlphaZero: policy + state value (table 3)."""
+        return NetConfig(
+            blocks=self.blocks,
+            channels=self.channels,
+            value_head=self.algo == "gumbel-az",
+            action_value_head=self.algo == "klent",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (the TOML layout), for checkpoints."""
+        return {
+            "game": self.game,
+            "algo": self.algo,
+            "seed": self.seed,
+            "iterations": self.iterations,
+            "export_every": self.export_every,
+            "game_options": dict(self.game_options),
+            "net": {"blocks": self.blocks, "channels": self.channels},
+            "klent": {"preset": self.preset, **self.klent_overrides},
+            "gumbel_az": dict(self.gumbel_az),
+            "selfplay": dataclasses.asdict(self.selfplay),
+            "optim": dataclasses.asdict(self.optim),
+            "eval": dataclasses.asdict(self.eval),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Inverse of `to_dict`, also the TOML reader; unknown keys are an error."""
+        data = dict(data)
+        sections = {
+            name: dict(data.pop(name, {}))
+            for name in ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval")
+        }
+        top = {"game", "algo", "seed", "iterations", "export_every"}
+        _reject_unknown("top level", data, top)
+        if "game" not in data:
+            raise ValueError("the config does not name a game (game = \"go9\")")
+        _reject_unknown("[net]", sections["net"], {"blocks", "channels"})
+        klent_section = sections["klent"]
+        preset = klent_section.pop("preset", "klent")
+        _reject_unknown("[klent]", klent_section, {"alpha", "beta", "lam"})
+        return cls(
+            **data,
+            game_options=sections["game_options"],
+            **sections["net"],
+            preset=preset,
+            klent_overrides={k: float(v) for k, v in klent_section.items()},
+            gumbel_az=sections["gumbel_az"],
+            selfplay=_build(SelfPlayConfig, "[selfplay]", sections["selfplay"]),
+            optim=_build(OptimConfig, "[optim]", sections["optim"]),
+            eval=_build(EvalConfig, "[eval]", sections["eval"]),
+        )
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read a TOML training config (see training/configs/)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no config file {str(path)!r}")
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: {error}") from None
+    try:
+        return TrainConfig.from_dict(data)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: {error}") from None
+
+
+def _reject_unknown(where: str, data: dict, known: set[str]) -> None:
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"unknown setting(s) in {where}: {', '.join(sorted(unknown))}")
+
+
+def _build(cls: type, where: str, data: dict) -> Any:
+    _reject_unknown(where, data, {f.name for f in dataclasses.fields(cls)})
+    return cls(**data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Devices, processes and random numbers
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Distributed:
+    """This process's place in a torchrun job (rank 0 of 1 when run alone)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(device: torch.device) -> Distributed:
+    """Join the torchrun job described by the environment, if any (gloo / NCCL)."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size <= 1:
+        return Distributed()
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend=backend)
+    return Distributed(
+        rank=dist.get_rank(),
+        world_size=world_size,
+        local_rank=int(os.environ.get("LOCAL_RANK", "0")),
+        local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", "1")),
+    )
+
+
+def pick_device(requested: str | None) -> torch.device:
+    """``requested`` if given, else CUDA, then Apple's MPS, then the CPU.  Under torchrun each
+    local rank gets its own GPU."""
+    if requested:
+        device = torch.device(requested)
+    elif torch.cuda.is_available():
+        device = torch.device("cuda")
+    elif torch.backends.mps.is_available():
+        device = torch.device("mps")
+    else:
+        device = torch.device("cpu")
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return device
+
+
+def rng_state(rng: np.random.Generator) -> dict[str, Any]:
+    """Every random number generator this process draws from, as checkpointable values."""
+    state: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": rng.bit_generator.state,
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    rng.bit_generator.state = state["numpy"]
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ---------------------------------------------------------------------------------------------
+# Fitting
+# ---------------------------------------------------------------------------------------------
+
+LossFn = Callable[[tuple, dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, torch.Tensor]]]
+
+
+def klent_batch_loss(
+    outputs: tuple, batch: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """`training.klent.klent_loss` on a minibatch of `Samples` fields."""
+    logits, action_values, _ = outputs
+    return klent.klent_loss(
+        logits, action_values, batch["masks"], batch["actions"], batch["policy"], batch["returns"]
+    )
+
+
+def fit(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    samples: Samples,
+    loss_fn: LossFn,
+    batch_size: int,
+    epochs: int,
+    device: torch.device,
+) -> dict[str, float]:
+    """Minimise ``loss_fn`` over ``samples`` in shuffled minibatches; mean loss parts.
+
+    Minibatches are gathered on the host and moved one at a time, so an iteration's samples
+    (millions on the paper's setup) never have to fit in GPU memory.
+    """
+    model.train()
+    fields = {
+        "obs": samples.obs,
+        "masks": samples.masks,
+        "actions": samples.actions,
+        "policy": samples.policy,
+        "returns": samples.returns,
+        "value_weight": samples.value_weight,
+    }
+    totals: dict[str, float] = {}
+    steps = 0
+    for _ in range(epochs):
+        order = torch.randperm(len(samples)).numpy()
+        for start in range(0, len(order), batch_size):
+            index = order[start : start + batch_size]
+            batch = {k: torch.from_numpy(v[index]).to(device) for k, v in fields.items()}
+            loss, parts = loss_fn(model(batch["obs"]), batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            for name, value in {"loss": loss.detach(), **parts}.items():
+                totals[name] = totals.get(name, 0.0) + float(value)
+            steps += 1
+    return {name: total / steps for name, total in totals.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+# ---------------------------------------------------------------------------------------------
+
+
+class Trainer:
+    """One training run in one run folder (one instance per torchrun process)."""
+
+    def __init__(
+        self,
+        config: TrainConfig,
+        out_dir: str | Path,
+        *,
+        resume: bool = False,
+        device: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        self.config = config
+        self.out = Path(out_dir)
+        self.device = pick_device(device)
+        self.dist = init_distributed(self.device)
+        # CPU threads for torch and ONNX Runtime: the cores shared among this host's ranks.
+        self.threads = threads or max(1, default_threads() // self.dist.local_world_size)
+        torch.set_num_threads(self.threads)
+
+        # The initial weights come from the config's seed (identical on every rank; DDP would
+        # broadcast rank 0's anyway); everything after from a seed of each rank's own.
+        torch.manual_seed(config.seed)
+        self.game: Game = engine.games.get(config.game, **config.game_options)
+        self.net_config = config.net_config()
+        self.model: KlentNet = build_net(self.game, self.net_config).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.optim.lr)
+
+        seed = config.seed * 1_000_003 + self.dist.rank  # each rank its own games
+        torch.manual_seed(seed)
+        random.seed(seed)
+        self.rng = np.random.default_rng(seed)
+        archive = (
+            StartArchive(config.selfplay.archive_size, config.selfplay.archive_initial_prob)
+            if config.selfplay.archive_size
+            else None
+        )
+        self.slots = GameSlots(self.game, config.selfplay.games, self.rng, archive)
+        self.iteration = 0
+        self._exported = -1  # iteration whose weights latest.onnx holds (-1: none yet)
+        self.simulator_evaluations = 0
+        self.samples_seen = 0
+        self.wall_seconds = 0.0
+
+        checkpoint = self.out / CHECKPOINT
+        if resume:
+            self._load(checkpoint)
+        elif checkpoint.exists():
+            raise ValueError(
+                f"{self.out} already holds a training run; pass --resume to continue it "
+                "or choose another --out"
+            )
+        # The module that fits: DDP averages the gradients across ranks (and keeps the
+        # batch-norm statistics of rank 0); self-play and export use the plain self.model.
+        self.ddp: torch.nn.Module = self.model
+        if self.dist.enabled:
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            self.ddp = DistributedDataParallel(self.model, device_ids=device_ids)
+        if self.dist.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            for stale in self.out.glob(".*.tmp"):  # left by a process killed mid-write
+                stale.unlink()
+            _atomic_write(self.out / CONFIG_TOML, config_to_toml(config))  # for people to read
+            truncate_metrics(self.out / METRICS, self.iteration)
+            if config.selfplay.evaluator == "onnx":
+                with _random_state_kept():
+                    self._export()  # the weights the next self-play uses (fresh on a resume)
+        self._barrier()
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(
+        self,
+        iterations: int | None = None,
+        minutes: float | None = None,
+        progress: bool = True,
+    ) -> int:
+        """Train until ``iterations`` in total are done or ``minutes`` have passed (the
+        iteration under way is finished); returns the number of iterations completed."""
+        if iterations is None and minutes is None:
+            iterations = self.config.iterations
+        started = time.monotonic()
+        bar = tqdm(
+            total=iterations,
+            initial=self.iteration,
+            disable=not (progress and self.dist.is_main),
+            unit="it",
+            dynamic_ncols=True,
+        )
+        try:
+            while iterations is None or self.iteration < iterations:
+                if minutes is not None and self._agree(time.monotonic() - started >= 60 * minutes):
+                    break
+                record = self.step()
+                bar.update(1)
+                bar.set_postfix(_postfix(record))
+        finally:
+            bar.close()
+        if self.dist.is_main and self._exported != self.iteration:
+            with _random_state_kept():
+                self._export()  # latest.onnx always holds the final weights
+        return self.iteration
+
+    def step(self) -> dict[str, Any]:
+        """One iteration: self-play, fit, then (rank 0) export, evaluate, log, checkpoint."""
+        tick = time.monotonic()
+        samples = self._collect()
+        tock = time.monotonic()
+        parts = fit(
+            self.ddp,
+            self.optimizer,
+            samples,
+            self._loss_fn(),
+            max(1, self.config.optim.batch_size // self.dist.world_size),
+            self.config.optim.epochs,
+            self.device,
+        )
+        self._sync_buffers()
+        done = time.monotonic()
+        self.iteration += 1
+        totals = self._sum([samples.simulator_evaluations, len(samples)])
+        means = self._mean({**parts, **samples.stats})
+        self.simulator_evaluations += int(totals[0])
+        self.samples_seen += int(totals[1])
+        self.wall_seconds += done - tick
+        record: dict[str, Any] = {
+            "iteration": self.iteration,
+            "simulator_evaluations": self.simulator_evaluations,
+            "samples": self.samples_seen,
+            **means,
+            "selfplay_seconds": tock - tick,
+            "train_seconds": done - tock,
+            "samples_per_second": totals[1] / (done - tick),
+            "simulator_evaluations_per_second": totals[0] / (done - tick),
+            "wall_seconds": self.wall_seconds,
+        }
+        state = self._gather(self._process_state())
+        if len({p["weights_sha256"] for p in state}) != 1:
+            raise RuntimeError("the ranks' weights differ after an update; check torchrun's setup")
+        if self.dist.is_main:
+            with _random_state_kept():  # the export may draw random numbers: not the run's
+                self._finish_iteration(record, state)
+        self._barrier()
+        return record
+
+    def _finish_iteration(self, record: dict[str, Any], process_states: list[dict]) -> None:
+        """Rank 0: export, evaluate, log and checkpoint -- in this order, so that a kill at any
+        point leaves the previous checkpoint and a log that `truncate_metrics` repairs."""
+        evaluate = self.config.eval.every > 0 and self.iteration % self.config.eval.every == 0
+        if (
+            evaluate
+            or self.config.selfplay.evaluator == "onnx"
+            or self.iteration % self.config.export_every == 0
+        ):
+            self._export()
+        if evaluate:
+            record.update(self._evaluate())
+        append_metrics(self.out / METRICS, record)
+        save_checkpoint(
+            self.out / CHECKPOINT,
+            self.model,
+            self.game,
+            self.net_config,
+            optimizer=self.optimizer.state_dict(),
+            train_config=self.config.to_dict(),
+            counters={
+                "iteration": self.iteration,
+                "simulator_evaluations": self.simulator_evaluations,
+                "samples": self.samples_seen,
+                "wall_seconds": self.wall_seconds,
+            },
+            processes=process_states,
+            training_info=self._training_info(),
+        )
+        if evaluate:
+            _atomic_copy(self.out / LATEST_ONNX, self.out / REFERENCE_ONNX)
+
+    # -- pieces ------------------------------------------------------------------------------------
+
+    def _collect(self) -> Samples:
+        if self.config.selfplay.evaluator == "onnx":
+            evaluator: Any = OnnxEvaluator(self.out / LATEST_ONNX, self.game, threads=self.threads)
+        else:
+            evaluator = TorchEvaluator(self.model, self.game, self.device)
+        if self.config.algo == "klent":
+            return collect_klent(
+                self.slots, evaluator, self.config.klent_config(), self.config.selfplay.steps
+            )
+        from training import gumbel_az  # engine.search is needed only by this baseline
+
+        return gumbel_az.collect(
+            self.slots,
+            evaluator,
+            gumbel_az.GumbelAZConfig(**self.config.gumbel_az),
+            self.config.selfplay.steps,
+        )
+
+    def _loss_fn(self) -> LossFn:
+        if self.config.algo == "klent":
+            return klent_batch_loss
+        from training import gumbel_az
+
+        return gumbel_az.batch_loss
+
+    def _evaluate(self) -> dict[str, float]:
+        """Greedy play of ``latest.onnx`` against random play and against ``reference.onnx``."""
+        cfg = self.config.eval
+        rng = np.random.default_rng([self.config.seed, self.iteration])
+        current = greedy_agent(OnnxEvaluator(self.out / LATEST_ONNX, self.game, threads=self.threads))
+        result = {
+            "winrate_random": play_match(self.game, current, random_agent(rng), cfg.games, rng)
+        }
+        reference = self.out / REFERENCE_ONNX
+        if reference.exists():
+            opponent = greedy_agent(OnnxEvaluator(reference, self.game, threads=self.threads))
+            result["winrate_reference"] = play_match(
+                self.game, current, opponent, cfg.games, rng, opening_plies=cfg.opening_plies
+            )
+        return result
+
+    def _export(self) -> None:
+        export_onnx(self.model, self.game, self.out / LATEST_ONNX, self._training_info())
+        self._exported = self.iteration
+
+    def _training_info(self) -> dict[str, str]:
+        algo = self.config.algo if self.config.algo != "klent" else f"klent:{self.config.preset}"
+        return {
+            "algorithm": algo,
+            "iterations": str(self.iteration),
+            "simulator_evaluations": str(self.simulator_evaluations),
+        }
+
+    def _process_state(self) -> dict[str, Any]:
+        """What this rank alone knows: its random number generators and its running games,
+        plus a hash of its weights (DDP keeps them identical; rank 0 checks that it did)."""
+        return {
+            "rng": rng_state(self.rng),
+            "games": self.slots.state_dict(),
+            "weights_sha256": weights_hash(self.model),
+        }
+
+    def _load(self, path: Path) -> None:
+        if not path.exists():
+            raise FileNotFoundError(f"nothing to resume: no {CHECKPOINT} in {self.out}")
+        checkpoint = load_checkpoint(path, self.device)
+        saved = TrainConfig.from_dict(checkpoint.extra["train_config"])
+        if saved != self.config:
+            raise ValueError(
+                f"{self.out} was started with another configuration; resume it without --config "
+                "(or with the same one)"
+            )
+        processes = checkpoint.extra["processes"]
+        if len(processes) != self.dist.world_size:
+            raise ValueError(
+                f"{self.out} was trained by {len(processes)} process(es); resume it with as many"
+            )
+        self.model.load_state_dict(checkpoint.model.state_dict())
+        self.optimizer.load_state_dict(checkpoint.extra["optimizer"])
+        counters = checkpoint.extra["counters"]
+        self.iteration = counters["iteration"]
+        self.simulator_evaluations = counters["simulator_evaluations"]
+        self.samples_seen = counters["samples"]
+        self.wall_seconds = counters["wall_seconds"]
+        mine = processes[self.dist.rank]
+        set_rng_state(self.rng, mine["rng"])
+        self.slots.load_state_dict(mine["games"])
+
+    # -- collective helpers (no-ops when training alone) -------------------------------------------
+
+    def _barrier(self) -> None:
+        if self.dist.enabled:
+            dist.barrier()
+
+    def _sync_buffers(self) -> None:
+        """Give every rank rank 0's batch-norm statistics.  DDP broadcasts them before each
+        forward pass, but the last minibatch of an iteration leaves each rank with statistics of
+        its own data, and self-play must run the same network everywhere."""
+        if self.dist.enabled:
+            for buffer in self.model.buffers():
+                dist.broadcast(buffer, src=0)
+
+    def _agree(self, flag: bool) -> bool:
+        """Rank 0's decision, so that every rank stops after the same iteration."""
+        if not self.dist.enabled:
+            return flag
+        box = [flag]
+        dist.broadcast_object_list(box, src=0)
+        return bool(box[0])
+
+    def _sum(self, values: list[float]) -> list[float]:
+        if not self.dist.enabled:
+            return [float(v) for v in values]
+        tensor = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(tensor)
+        return tensor.tolist()
+
+    def _mean(self, values: dict[str, float]) -> dict[str, float]:
+        if not self.dist.enabled:
+            return dict(values)
+        names = sorted(values)
+        totals = self._sum([values[n] for n in names])
+        return {n: t / self.dist.world_size for n, t in zip(names, totals)}
+
+    def _gather(self, state: dict[str, Any]) -> list[dict[str, Any]]:
+        if not self.dist.enabled:
+            return [state]
+        gathered: list[Any] = [None] * self.dist.world_size
+        dist.all_gather_object(gathered, state)
+        return gathered
+
+    def close(self) -> None:
+        if self.dist.enabled:
+            dist.destroy_process_group()
+
+
+def weights_hash(model: torch.nn.Module) -> str:
+    """SHA-256 of every parameter and buffer, in state-dict order."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def config_to_toml(config: TrainConfig) -> str:
+    """The config as a TOML file `load_config` reads back equal (written into run folders)."""
+    def value(v: Any) -> str:
+        return str(v).lower() if isinstance(v, bool) else json.dumps(v)
+
+    data = config.to_dict()
+    lines = [f"{k} = {value(v)}" for k, v in data.items() if not isinstance(v, dict)]
+    for section, table in data.items():
+        if isinstance(table, dict):
+            lines += ["", f"[{section}]", *(f"{k} = {value(v)}" for k, v in table.items())]
+    return "\n".join(lines) + "\n"
+
+
+def resume_config(out_dir: str | Path) -> TrainConfig:
+    """The configuration stored in a run folder's checkpoint (for ``--resume`` without
+    ``--config``)."""
+    path = Path(out_dir) / CHECKPOINT
+    if not path.exists():
+        raise FileNotFoundError(f"nothing to resume: no {CHECKPOINT} in {out_dir}")
+    return TrainConfig.from_dict(load_checkpoint(path).extra["train_config"])
+
+
+@contextlib.contextmanager
+def _random_state_kept() -> Iterator[None]:
+    """Run a block without moving torch's or Python's global random generators, so that what
+    rank 0 alone does (export, evaluation) cannot make a resumed run differ from an unbroken
+    one."""
+    python_state = random.getstate()
+    with torch.random.fork_rng(devices=[]):
+        yield
+    random.setstate(python_state)
+
+
+def _atomic_write(target: Path, text: str) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def _atomic_copy(source: Path, target: Path) -> None:
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(source, tmp)
+    os.replace(tmp, target)
+
+
+def _postfix(record: dict[str, Any]) -> dict[str, str]:
+    shown = {"loss": record.get("loss"), "H": record.get("entropy")}
+    shown["vs_random"] = record.get("winrate_random")
+    return {k: f"{v:.3g}" for k, v in shown.items() if isinstance(v, float) and math.isfinite(v)}
