@@ -52,6 +52,8 @@ class MatchConfig:
     grace: float = 1.0  # seconds a move may exceed the time per move (pipes, process lag)
     max_moves: int | None = None  # moves (plies) before adjudication; None: the game's own cap
     komi: float = 7.5
+    # UCI options per engine (e.g. {"Skill Level": "0"}), set once each engine has started.
+    uci_options: tuple[dict[str, str], dict[str, str]] = ({}, {})
 
 
 @dataclass
@@ -289,6 +291,9 @@ class _ChessArena:
         self.config = config
         self.move_time = config.time_per_move or 1.0
         self.engines: list[chess.engine.SimpleEngine | None] = [None, None]
+        for who in (0, 1):
+            if config.uci_options[who]:
+                self._engine(who)  # a wrong option name fails here, before any game
         self.names = [self._name(i) for i in (0, 1)]
 
     def _engine(self, who: int):
@@ -302,6 +307,11 @@ class _ChessArena:
                 shlex.split(self.config.engines[who]), timeout=max(30.0, self.config.grace),
                 stderr=open(os.devnull, "w"),
             )
+            try:
+                process.configure(self.config.uci_options[who])
+            except chess.engine.EngineError as error:
+                process.close()
+                raise EngineError(f"engine {who + 1}: {error}") from None
             self.engines[who] = process
         return process
 

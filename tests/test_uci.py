@@ -489,14 +489,14 @@ RULE_ENDINGS = {"checkmate", "stalemate", "insufficient material", "seventyfive 
 
 
 def test_klent_match_against_stockfish(command: list[str], stockfish_path: str, tmp_path) -> None:
-    """`klent match` plays two full games, colours alternating, against Stockfish at 50 ms a
-    move: only legal moves (the PGN records replay), every game ended by the rules or by the
-    move cap."""
+    """`klent match` plays two full games, colours alternating, against Stockfish Skill Level 0
+    at 50 ms a move: only legal moves (the PGN records replay), every game ended by the rules
+    or by the move cap."""
     out = tmp_path / "match"
     result = subprocess.run(
         [sys.executable, "-m", "klent", "match", "--game", "chess", "--engine1", shlex.join(command),
-         "--engine2", stockfish_path, "--games", "2", "--time-per-move", "0.05", "--max-moves", "200",
-         "--out", str(out)],
+         "--engine2", stockfish_path, "--option2", "Skill Level=0", "--games", "2",
+         "--time-per-move", "0.05", "--max-moves", "200", "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-2000:]
@@ -512,6 +512,17 @@ def test_klent_match_against_stockfish(command: list[str], stockfish_path: str, 
             assert move in board.legal_moves
             board.push(move)
         assert board.ply() == record["moves"]
+
+
+def test_klent_match_refuses_an_unknown_uci_option(command: list[str], stockfish_path: str, tmp_path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "klent", "match", "--game", "chess", "--engine1", shlex.join(command),
+         "--engine2", stockfish_path, "--option2", "Skil Level=0", "--out", str(tmp_path / "m")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 2
+    assert "Skil Level" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "m" / "games.jsonl").exists()
 
 
 def test_games_against_stockfish_on_the_clock(command: list[str], stockfish_path: str) -> None:

@@ -30,6 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-moves", type=int, default=None,
                         help="moves before adjudication: referee score in Go, draw in chess")
     parser.add_argument("--komi", type=float, default=7.5, help="Go komi (default 7.5)")
+    for who in (1, 2):
+        parser.add_argument(f"--option{who}", action="append", default=[], metavar="NAME=VALUE",
+                            help=f"UCI option for engine {who}, repeatable (e.g. 'Skill Level=0')")
+
+
+def _uci_options(pairs: list[str], flag: str) -> dict[str, str]:
+    """``["Skill Level=0", ...]`` as a dict; a pair without '=' is a user error."""
+    options = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"{flag} takes NAME=VALUE, got {pair!r}")
+        options[name.strip()] = value.strip()
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--time-per-move must be > 0")
     if args.max_moves is not None and args.max_moves < 1:
         raise CommandError("--max-moves must be >= 1")
+    if (args.option1 or args.option2) and args.game != "chess":
+        raise CommandError("--option1/--option2 set UCI options: they apply to chess matches only")
     if args.game != "chess" and not args.game.startswith("go"):
         raise CommandError(f"--game must be a Go game (go9, go13, go19) or chess, not {args.game!r}")
     config = MatchConfig(
@@ -56,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         grace=args.grace,
         max_moves=args.max_moves,
         komi=args.komi,
+        uci_options=(_uci_options(args.option1, "--option1"), _uci_options(args.option2, "--option2")),
     )
     bar = tqdm(total=args.games, unit="game", dynamic_ncols=True)
 
