@@ -64,6 +64,17 @@ def state_values(evaluation: Evaluation) -> np.ndarray:
     return np.einsum("ba,ba->b", pi, evaluation.action_values).astype(np.float32)
 
 
+def encode_states(game: Game, states: Sequence[State]) -> tuple[np.ndarray, np.ndarray]:
+    """Observations float32[B, C, H, W] and legal masks bool[B, A] of ``states``.
+
+    Every evaluator's ``evaluate`` is this followed by its own ``evaluate_encoded``.
+    """
+    masks = np.zeros((len(states), game.num_actions), dtype=np.bool_)
+    for i, state in enumerate(states):
+        masks[i] = state.legal_mask()
+    return game.encode_batch(states), masks
+
+
 def apply_legal_mask(
     logits: np.ndarray, action_values: np.ndarray, masks: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -191,10 +202,7 @@ class OnnxEvaluator:
 
     def evaluate(self, states: Sequence[State]) -> Evaluation:
         """Encode ``states`` and evaluate them in one batch."""
-        masks = np.zeros((len(states), self.game.num_actions), dtype=np.bool_)
-        for i, state in enumerate(states):
-            masks[i] = state.legal_mask()
-        return self.evaluate_encoded(self.game.encode_batch(states), masks)
+        return self.evaluate_encoded(*encode_states(self.game, states))
 
     def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation:
         """Evaluate already encoded observations float32[B, C, H, W] with legal masks bool[B, A].

@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from engine.games.base import Game, State
-from engine.network import Evaluation
+from engine.network import Evaluation, encode_states
 
 # Called after each network call with (positions, seconds).
 BatchObserver = Callable[[int, float], None]
@@ -111,10 +111,7 @@ class BatchingEvaluator:
 
     def evaluate(self, states: Sequence[State]) -> Evaluation:
         """Encode ``states`` here (in the caller's thread) and evaluate them in a shared batch."""
-        masks = np.zeros((len(states), self.game.num_actions), dtype=np.bool_)
-        for i, state in enumerate(states):
-            masks[i] = state.legal_mask()
-        return self.evaluate_encoded(self.game.encode_batch(states), masks)
+        return self.evaluate_encoded(*encode_states(self.game, states))
 
     def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation:
         """Queue encoded positions and wait for their rows of a merged batch."""

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from engine.games.base import Game, State
-from engine.network import Evaluation, apply_legal_mask
+from engine.network import Evaluation, apply_legal_mask, encode_states
 from training.nets import KlentNet
 
 
@@ -43,10 +43,7 @@ class TorchEvaluator:
 
     def evaluate(self, states: Sequence[State]) -> Evaluation:
         """Encode ``states`` and evaluate them in one batch."""
-        masks = np.zeros((len(states), self.game.num_actions), dtype=np.bool_)
-        for i, state in enumerate(states):
-            masks[i] = state.legal_mask()
-        return self.evaluate_encoded(self.game.encode_batch(states), masks)
+        return self.evaluate_encoded(*encode_states(self.game, states))
 
     def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation:
         """Evaluate encoded observations float32[B, C, H, W] with legal masks bool[B, A].
