@@ -296,6 +296,43 @@ def test_genmove_analyze_ends_with_play(gtp, command) -> None:
     assert sum(m["visits"] for m in candidates) >= 16  # the genmove's search, 16 simulations
 
 
+@pytest.fixture(scope="module")
+def hopeless_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A go9 model that believes every move loses: action values tanh(-10) ~ -1, so V ~ -1."""
+    import torch
+
+    from training.export import export_onnx
+    from training.nets import NetConfig, build_net
+
+    game = GoGame(9)
+    model = build_net(game, NetConfig(blocks=1, channels=8)).eval()
+    with torch.no_grad():
+        model.action_value_head.fc.weight.zero_()
+        model.action_value_head.fc.bias.fill_(-10.0)
+    path = tmp_path_factory.mktemp("hopeless") / "go9.onnx"
+    export_onnx(model, game, path)
+    return str(path)
+
+
+def test_resigns_only_after_several_losing_moves(hopeless_model) -> None:
+    """Every win rate is ~0: the engine plays `resign_moves - 1` moves, resigns at the next,
+    and a new game starts the count again.  With resigning off it never resigns."""
+    command = [sys.executable, "-m", "klent", "gtp", "--model", hopeless_model, "--mode", "reactive"]
+    process = GtpProcess([*command, "--resign-threshold", "0.1", "--resign-moves", "3"])
+    try:
+        answers = [process.send("genmove b") for _ in range(3)]
+        assert "resign" not in answers[:2] and answers[2] == "resign"
+        process.send("clear_board")
+        assert process.send("genmove b") != "resign"
+    finally:
+        process.close()
+    process = GtpProcess([*command, "--resign-threshold", "0"])
+    try:
+        assert all(process.send("genmove b") != "resign" for _ in range(4))
+    finally:
+        process.close()
+
+
 def test_quit_ends_the_process(untrained_model) -> None:
     process = subprocess.run(
         [sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9")],
