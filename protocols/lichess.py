@@ -1,0 +1,549 @@
+"""lichess bot bridge: the Bot API's event and game streams in, `Player` decisions out.
+
+A bot author hands this bridge a real account token, so it is written to be trusted:
+
+* the token lives in one header of one HTTP client; it is never logged, and every error text
+  that could echo a request or a response goes through `redact` first;
+* the account's event stream (challenges, game starts) and each game's stream are NDJSON over
+  long-lived HTTP responses that lichess drops at will; every stream is reopened with
+  exponential backoff and every game resumes from the full state lichess sends on reconnection
+  (``gameFull``).  A move is sent only when the move list says it is our turn and we have not
+  already answered that very list, so a reconnection never makes a move twice or loses one;
+* an HTTP 429 silences *all* requests of the bridge for at least a minute (lichess's rule);
+  a 5xx or a transport error is retried with backoff;
+* each game runs in its own thread with its own `Player` (the position and search tree are
+  per game); the number of games is bounded by ``max_games``, extra challenges are declined
+  with ``later``;
+* on shutdown the games in progress are finished or resigned, as configured.
+
+Endpoints used (https://lichess.org/api): ``GET /api/account``, ``GET /api/account/playing``,
+``GET /api/stream/event``, ``POST /api/challenge/{id}/accept|decline``,
+``GET /api/bot/game/stream/{id}``, ``POST /api/bot/game/{id}/move/{uci}``, ``.../chat``,
+``.../abort``, ``.../resign``, ``.../draw/{yes|no}``, ``.../takeback/{yes|no}``,
+``.../claim-victory``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+import engine.games
+from engine.games.base import State
+from engine.player import PlayOptions, Player
+from engine.timecontrol import move_budget
+from protocols.lichess_config import BotConfig, ChallengePolicy
+
+log = logging.getLogger("klent.lichess")
+
+FINISHED = {"aborted", "mate", "resign", "stalemate", "timeout", "draw", "outoftime", "cheat",
+            "noStart", "unknownFinish", "variantEnd"}
+STARTPOS = "startpos"
+
+
+class LichessError(Exception):
+    """A request lichess refused (4xx other than 429), or retries exhausted; text is redacted."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class StreamDropped(Exception):
+    """A stream ended or broke before its natural end: reconnect."""
+
+
+def redact(text: str, secret: str) -> str:
+    """``text`` with every occurrence of ``secret`` masked (error texts may echo headers)."""
+    return text.replace(secret, "<token>") if secret else text
+
+
+class LichessClient:
+    """HTTP calls to lichess with the bridge's fault policy (429 gate, 5xx retries, redaction).
+
+    ``sleep`` is how the client waits out a 429 and between retries; tests replace it to check
+    the requested waits without spending them.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        config: BotConfig,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._token = token
+        self._network = config.network
+        self._sleep = sleep
+        self._gate = threading.Lock()  # held while waiting out a 429: every request queues on it
+        timeout = httpx.Timeout(connect=10.0, read=self._network.timeout, write=10.0, pool=None)
+        self._http = httpx.Client(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": "klent-lichess-bridge"},
+            timeout=timeout,
+        )
+
+    def __repr__(self) -> str:
+        return f"LichessClient({self._http.base_url!s})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def post(self, path: str, data: dict[str, str] | None = None) -> Any:
+        return self.request("POST", path, data)
+
+    def request(self, method: str, path: str, data: dict[str, str] | None = None) -> Any:
+        """JSON answer of one request, after waiting out 429s and retrying 5xx/transport faults."""
+        delay = self._network.backoff_base
+        last = ""
+        for _ in range(self._network.retries):
+            self._wait_gate()
+            try:
+                response = self._http.request(method, path, data=data)
+            except httpx.TransportError as error:
+                last = f"{type(error).__name__}: {error}"
+            else:
+                if response.status_code == 429:
+                    self._rate_limited(f"{method} {path}")
+                    continue
+                if response.status_code < 500:
+                    return self._json(response, method, path)
+                last = f"HTTP {response.status_code}"
+            log.warning("%s %s failed (%s); retrying in %.1f s", method, path, self.redact(last), delay)
+            self._sleep(delay)
+            delay = min(2 * delay, self._network.backoff_max)
+        raise LichessError(self.redact(f"{method} {path}: gave up after {self._network.retries} attempts: {last}"))
+
+    @contextmanager
+    def stream(self, path: str) -> Iterator[Iterator[dict[str, Any] | None]]:
+        """Open an NDJSON stream: yields an iterator of events, None for each keep-alive line.
+
+        Raises `StreamDropped` when the stream cannot be opened for a passing reason (429,
+        5xx, transport error) or breaks while read, `LichessError` on a refusal (4xx).
+        """
+        self._wait_gate()
+        try:
+            with self._http.stream("GET", path) as response:
+                if response.status_code == 429:
+                    self._rate_limited(f"GET {path}")
+                    raise StreamDropped(f"GET {path}: HTTP 429")
+                if response.status_code >= 500:
+                    raise StreamDropped(f"GET {path}: HTTP {response.status_code}")
+                if response.status_code >= 400:
+                    response.read()
+                    raise self._refusal(response, "GET", path)
+                yield self._events(response)
+        except httpx.TransportError as error:
+            raise StreamDropped(self.redact(f"GET {path}: {type(error).__name__}: {error}")) from None
+
+    def redact(self, text: str) -> str:
+        return redact(text, self._token)
+
+    def _events(self, response: httpx.Response) -> Iterator[dict[str, Any] | None]:
+        for line in response.iter_lines():
+            line = line.strip()
+            if not line:
+                yield None
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("ignoring a malformed stream line: %s", self.redact(line[:200]))
+
+    def _wait_gate(self) -> None:
+        with self._gate:
+            pass
+
+    def _rate_limited(self, what: str) -> None:
+        wait = self._network.rate_limit_wait
+        log.warning("%s: HTTP 429 (rate limited); pausing all requests for %.0f s", what, wait)
+        with self._gate:
+            self._sleep(wait)
+
+    def _json(self, response: httpx.Response, method: str, path: str) -> Any:
+        if response.status_code >= 400:
+            raise self._refusal(response, method, path)
+        try:
+            return response.json()
+        except ValueError:
+            return {}
+
+    def _refusal(self, response: httpx.Response, method: str, path: str) -> LichessError:
+        body = response.text[:300].replace("\n", " ")
+        message = f"{method} {path}: HTTP {response.status_code}: {body}"
+        return LichessError(self.redact(message), status=response.status_code)
+
+
+def decline_reason(
+    challenge: dict[str, Any], policy: ChallengePolicy, busy: bool
+) -> str | None:
+    """lichess's decline reason for ``challenge`` under ``policy``, or None to accept it."""
+    challenger = challenge.get("challenger") or {}
+    user = str(challenger.get("id", "")).lower()
+    if user in policy.block_list or (policy.allow_list and user not in policy.allow_list):
+        return "generic"
+    is_bot = challenger.get("title") == "BOT"
+    if is_bot and not policy.accept_bots:
+        return "noBot"
+    if not is_bot and not policy.accept_humans:
+        return "onlyBot"
+    variant = (challenge.get("variant") or {}).get("key", "standard")
+    if variant not in policy.variants:
+        return "standard" if variant == "standard" else "variant"
+    clock = challenge.get("timeControl") or {}
+    if clock.get("type") != "clock":
+        return "timeControl"
+    base, increment = float(clock.get("limit", 0)), float(clock.get("increment", 0))
+    if base < policy.min_base or increment < policy.min_increment:
+        return "tooFast"
+    if base > policy.max_base or increment > policy.max_increment:
+        return "tooSlow"
+    rated = bool(challenge.get("rated"))
+    if rated and not policy.accept_rated:
+        return "casual"
+    if not rated and not policy.accept_casual:
+        return "rated"
+    if busy:
+        return "later"
+    return None
+
+
+class GameRunner:
+    """Plays one game: follows its stream, answers offers, moves on our turn."""
+
+    def __init__(self, bot: Bot, game_id: str) -> None:
+        self.bot = bot
+        self.game_id = game_id
+        self.config = bot.config
+        self.thread = threading.Thread(target=self._run, name=f"lichess-game-{game_id}", daemon=True)
+        self.finished = threading.Event()
+        self._player: Player | None = None
+        self._initial: State | None = None
+        self._initial_fen: str | None = None
+        self._white = True
+        self._actions: list[int] = []
+        self._moves: list[str] = []
+        self._answered: int | None = None  # length of the move list we last answered
+        self._offers_answered: set[tuple[str, int]] = set()
+        self._lost_evaluations = 0
+        self._greeted = False
+        self._last_change = time.monotonic()
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        delay = self.config.network.backoff_base
+        try:
+            while not self.finished.is_set():
+                try:
+                    with self.bot.client.stream(f"/api/bot/game/stream/{self.game_id}") as events:
+                        for event in events:
+                            delay = self.config.network.backoff_base
+                            if event is not None:
+                                self._handle(event)
+                            if self.finished.is_set() or self._check_idle():
+                                break
+                    if not self.finished.is_set():
+                        raise StreamDropped("the game stream ended before the game did")
+                except StreamDropped as error:
+                    log.warning("game %s: %s; reconnecting in %.1f s", self.game_id, error, delay)
+                    if self.bot.resigning.is_set():
+                        self._resign_for_shutdown()
+                    time.sleep(delay)
+                    delay = min(2 * delay, self.config.network.backoff_max)
+        except LichessError as error:
+            log.error("game %s: %s", self.game_id, error)
+        except Exception as error:  # a game thread must not die silently
+            log.error("game %s: unexpected %s: %s", self.game_id, type(error).__name__, self.bot.client.redact(str(error)))
+        finally:
+            self.finished.set()
+            self.bot.game_ended(self.game_id)
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "gameFull":
+            self._game_full(event)
+        elif kind == "gameState":
+            self._game_state(event)
+        elif kind == "chatLine":
+            log.info("game %s chat [%s] %s: %s", self.game_id, event.get("room"), event.get("username"), event.get("text"))
+        elif kind == "opponentGone":
+            self._opponent_gone(event)
+
+    def _game_full(self, event: dict[str, Any]) -> None:
+        self._white = str((event.get("white") or {}).get("id", "")).lower() == self.bot.user_id
+        fen = event.get("initialFen") or STARTPOS
+        if self._initial is None or fen != self._initial_fen:
+            game = self.bot.game
+            self._initial = game.initial_state() if fen == STARTPOS else game.from_fen(fen)
+            self._initial_fen = fen
+            self._actions, self._moves = [], []
+            self._player = self.bot.make_player()
+        if not self._greeted:
+            self._greeted = True
+            state = event.get("state") or {}
+            if not state.get("moves") and self.config.game.greeting:
+                self.chat(self.config.game.greeting.format(bot=self.bot.user_name))
+        log.info("game %s: we play %s", self.game_id, "white" if self._white else "black")
+        self._game_state(event.get("state") or {})
+
+    def _game_state(self, state: dict[str, Any]) -> None:
+        moves = str(state.get("moves", "")).split()
+        if moves != self._moves:
+            self._last_change = time.monotonic()
+        self._sync(moves)
+        status = state.get("status", "started")
+        if status in FINISHED:
+            winner = state.get("winner")
+            log.info("game %s over: %s%s", self.game_id, status, f", {winner} wins" if winner else "")
+            if status != "aborted" and self.config.game.goodbye:
+                self.chat(self.config.game.goodbye)
+            self.finished.set()
+            return
+        if self._answer_offers(state):
+            return
+        if self._our_turn() and self._answered != len(self._moves):
+            self._move(state)
+
+    def _sync(self, moves: list[str]) -> None:
+        """Bring the player to ``moves``, reusing the known prefix (a takeback rewinds it)."""
+        assert self._initial is not None and self._player is not None
+        common = 0
+        while common < min(len(moves), len(self._moves)) and moves[common] == self._moves[common]:
+            common += 1
+        actions = self._actions[:common]
+        state = self._initial
+        for action in actions:
+            state = state.play(action)
+        for move in moves[common:]:
+            action = self.bot.game.text_to_action(state, move)
+            actions.append(action)
+            state = state.play(action)
+        taken_back = common < len(self._moves)
+        if taken_back and self._answered is not None and common <= self._answered:
+            self._answered = None  # a takeback removed our answer: that position needs a new one
+        self._actions, self._moves = actions, list(moves)
+        self._player.set_position(self._initial, self._actions)
+
+    def _our_turn(self) -> bool:
+        assert self._initial is not None
+        white_first = self._initial.to_play == 0
+        white_to_move = (len(self._moves) % 2 == 0) == white_first
+        return white_to_move == self._white
+
+    def _answer_offers(self, state: dict[str, Any]) -> bool:
+        """Answer the opponent's draw or takeback offer; True if that ended our business here."""
+        them = "b" if self._white else "w"
+        policy = self.config.game
+        for offer, accept in (("draw", policy.accept_draws), ("takeback", policy.accept_takebacks)):
+            if state.get(f"{them}{offer}") and (offer, len(self._moves)) not in self._offers_answered:
+                self._offers_answered.add((offer, len(self._moves)))
+                answer = "yes" if accept else "no"
+                log.info("game %s: %s offer from the opponent: %s", self.game_id, offer, answer)
+                self._post(f"/api/bot/game/{self.game_id}/{offer}/{answer}")
+                if accept:
+                    return True
+        return False
+
+    def _move(self, state: dict[str, Any]) -> None:
+        assert self._player is not None
+        if self._player.state.is_terminal:
+            return
+        settings = self.config.engine
+        if settings.mode == "reactive":
+            options = PlayOptions(mode="reactive")
+        else:
+            remaining = float(state.get("wtime" if self._white else "btime", 0)) / 1000.0
+            increment = float(state.get("winc" if self._white else "binc", 0)) / 1000.0
+            budget = move_budget(remaining, increment, overhead=settings.move_overhead)
+            options = PlayOptions(mode="search", simulations=settings.simulations, time=budget)
+        decision = self._player.decide(options)
+        self._answered = len(self._moves)
+        policy = self.config.game
+        self._lost_evaluations = self._lost_evaluations + 1 if decision.value <= policy.resign_value else 0
+        if policy.resign_moves and self._lost_evaluations >= policy.resign_moves:
+            log.info("game %s: resigning (value %.3f for %d moves)", self.game_id, decision.value, self._lost_evaluations)
+            self._post(f"/api/bot/game/{self.game_id}/resign")
+            return
+        log.info("game %s: move %d %s (value %+.3f, %d simulations, %.2f s)", self.game_id,
+                 len(self._moves) + 1, decision.move, decision.value, decision.simulations, decision.elapsed)
+        if not self._post(f"/api/bot/game/{self.game_id}/move/{decision.move}"):
+            self._answered = None  # refused: answer again when lichess next shows the position
+
+    def _opponent_gone(self, event: dict[str, Any]) -> None:
+        seconds = event.get("claimWinInSeconds")
+        log.info("game %s: opponent gone=%s (claim in %s s)", self.game_id, event.get("gone"), seconds)
+        if event.get("gone") and seconds == 0:
+            self._post(f"/api/bot/game/{self.game_id}/claim-victory")
+
+    def _check_idle(self) -> bool:
+        """Abort a game whose opponent never made a first move; resign on a forced shutdown."""
+        if self.bot.resigning.is_set():
+            self._resign_for_shutdown()
+            return True
+        first_moves = self._initial is not None and len(self._moves) < 2 and not self._our_turn()
+        if first_moves and time.monotonic() - self._last_change > self.config.game.abort_after:
+            log.info("game %s: the opponent did not move for %.0f s; aborting", self.game_id, self.config.game.abort_after)
+            self._post(f"/api/bot/game/{self.game_id}/abort")
+            self._last_change = time.monotonic()
+        return False
+
+    def _resign_for_shutdown(self) -> None:
+        action = "abort" if len(self._moves) < 2 else "resign"
+        log.info("game %s: shutting down: %s", self.game_id, action)
+        self._post(f"/api/bot/game/{self.game_id}/{action}")
+        self.finished.set()
+
+    def chat(self, text: str) -> None:
+        self._post(f"/api/bot/game/{self.game_id}/chat", {"room": "player", "text": text})
+
+    def _post(self, path: str, data: dict[str, str] | None = None) -> bool:
+        """A game action; a refusal (e.g. the game just ended) is logged, not fatal."""
+        try:
+            self.bot.client.post(path, data)
+            return True
+        except LichessError as error:
+            log.warning("game %s: %s", self.game_id, error)
+            return False
+
+
+class Bot:
+    """The account's event loop: challenges, game starts, resumption and shutdown."""
+
+    def __init__(
+        self,
+        config: BotConfig,
+        token: str,
+        sleep: Callable[[float], None] = time.sleep,
+        player_factory: Callable[[], Player] | None = None,
+    ) -> None:
+        if not token:
+            raise ValueError("no lichess token: set the LICHESS_BOT_TOKEN environment variable")
+        self.config = config
+        self.client = LichessClient(config.base_url, token, config, sleep=sleep)
+        self.game = engine.games.get("chess", max_moves=None, claim_draws=False)
+        self.stopping = threading.Event()  # no new games
+        self.resigning = threading.Event()  # resign (or abort) the games in progress
+        self.user_id = ""
+        self.user_name = ""
+        self._player_factory = player_factory
+        self._lock = threading.Lock()
+        self._games: dict[str, GameRunner] = {}
+        self._accepted: set[str] = set()  # challenges accepted, game not started yet
+
+    def make_player(self) -> Player:
+        if self._player_factory is not None:
+            return self._player_factory()
+        settings = self.config.engine
+        return Player.load(self.game, model=settings.model, threads=settings.threads)
+
+    def stop(self, resign: bool = False) -> None:
+        """Stop taking challenges; games end as ``on_shutdown`` says, or are resigned now."""
+        if resign or self.config.game.on_shutdown == "resign":
+            self.resigning.set()
+        self.stopping.set()
+
+    def run(self) -> None:
+        """Play until `stop` is called, then finish or resign the games in progress."""
+        account = self.client.get("/api/account")
+        self.user_id = str(account.get("id", "")).lower()
+        self.user_name = str(account.get("username", self.user_id))
+        log.info("connected to %s as %s", self.config.base_url, self.user_name)
+        for game in self.client.get("/api/account/playing").get("nowPlaying", []):
+            self._start_game(str(game.get("gameId") or game.get("id")), resumed=True)
+        events = threading.Thread(target=self._event_loop, name="lichess-events", daemon=True)
+        events.start()
+        self.stopping.wait()
+        log.info("stopping: %s the games in progress", "resigning" if self.resigning.is_set() else "finishing")
+        for runner in self.running_games():
+            runner.finished.wait()
+        self.client.close()
+
+    def running_games(self) -> list[GameRunner]:
+        with self._lock:
+            return list(self._games.values())
+
+    def game_ended(self, game_id: str) -> None:
+        with self._lock:
+            self._games.pop(game_id, None)
+
+    def _event_loop(self) -> None:
+        delay = self.config.network.backoff_base
+        while not self.stopping.is_set():
+            try:
+                with self.client.stream("/api/stream/event") as events:
+                    for event in events:
+                        delay = self.config.network.backoff_base
+                        if self.stopping.is_set():
+                            return
+                        if event is not None:
+                            self._handle(event)
+                raise StreamDropped("the event stream ended")
+            except (StreamDropped, LichessError) as error:
+                if self.stopping.is_set():
+                    return  # the client was closed under the stream on purpose
+                log.warning("event stream: %s; reconnecting in %.1f s", error, delay)
+            except Exception as error:  # keep the account online whatever one event did
+                log.error("event stream: unexpected %s: %s", type(error).__name__, self.client.redact(str(error)))
+            if self.stopping.wait(delay):
+                return
+            delay = min(2 * delay, self.config.network.backoff_max)
+
+    def _handle(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "challenge":
+            self._challenge(event.get("challenge") or {})
+        elif kind == "gameStart":
+            game = event.get("game") or {}
+            self._start_game(str(game.get("gameId") or game.get("id")), resumed=False)
+        elif kind in ("challengeCanceled", "challengeDeclined"):
+            with self._lock:
+                self._accepted.discard(str((event.get("challenge") or {}).get("id")))
+        elif kind == "gameFinish":
+            log.info("game %s finished", (event.get("game") or {}).get("gameId"))
+
+    def _challenge(self, challenge: dict[str, Any]) -> None:
+        challenge_id = str(challenge.get("id"))
+        challenger = str((challenge.get("challenger") or {}).get("id", "")).lower()
+        if challenger == self.user_id:
+            return  # our own outgoing challenge
+        with self._lock:
+            busy = len(self._games) + len(self._accepted) >= self.config.game.max_games
+            reason = "later" if self.stopping.is_set() else decline_reason(challenge, self.config.challenge, busy)
+            if reason is None:
+                self._accepted.add(challenge_id)
+        if reason is None:
+            log.info("accepting challenge %s from %s", challenge_id, challenger)
+            try:
+                self.client.post(f"/api/challenge/{challenge_id}/accept")
+            except LichessError as error:
+                log.warning("challenge %s: %s", challenge_id, error)
+                with self._lock:
+                    self._accepted.discard(challenge_id)
+        else:
+            log.info("declining challenge %s from %s: %s", challenge_id, challenger, reason)
+            try:
+                self.client.post(f"/api/challenge/{challenge_id}/decline", {"reason": reason})
+            except LichessError as error:
+                log.warning("challenge %s: %s", challenge_id, error)
+
+    def _start_game(self, game_id: str, resumed: bool) -> None:
+        with self._lock:
+            self._accepted.discard(game_id)
+            if game_id in self._games:
+                return
+            runner = GameRunner(self, game_id)
+            self._games[game_id] = runner
+        log.info("%s game %s", "resuming" if resumed else "starting", game_id)
+        runner.start()
