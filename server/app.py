@@ -30,7 +30,7 @@ import anyio
 import anyio.to_thread
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from engine.games.base import IllegalMoveError
@@ -123,20 +123,19 @@ class _Guard:
                     raise _BodyTooLarge(self.limit)
             return message
 
-        self.metrics.in_flight.add(1)
         try:
-            length = dict(scope["headers"]).get(b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > self.limit):
-                response = JSONResponse({"detail": f"request body larger than {self.limit} bytes"}, 413)
-                await response(scope, receive, send_counting)
-            else:
-                await self.app(scope, receive_limited, send_counting)
+            with self.metrics.in_flight.track_inprogress():
+                length = dict(scope["headers"]).get(b"content-length")
+                if length is not None and (not length.isdigit() or int(length) > self.limit):
+                    response = JSONResponse({"detail": f"request body larger than {self.limit} bytes"}, 413)
+                    await response(scope, receive, send_counting)
+                else:
+                    await self.app(scope, receive_limited, send_counting)
         finally:
-            self.metrics.in_flight.add(-1)
             route = scope.get("route")
             label = getattr(route, "path", "unmatched")
-            self.metrics.requests.inc(method=scope["method"], route=label, status=str(status))
-            self.metrics.latency.observe(time.perf_counter() - start, route=label)
+            self.metrics.requests.labels(method=scope["method"], route=label, status=str(status)).inc()
+            self.metrics.latency.labels(route=label).observe(time.perf_counter() - start)
 
 
 def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> FastAPI:
@@ -199,9 +198,10 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
         return JSONResponse({"status": "not ready"}, 503)
 
     @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
-    async def prometheus() -> PlainTextResponse:
-        """Prometheus text format."""
-        return PlainTextResponse(metrics.render(), media_type=metrics_module.CONTENT_TYPE)
+    async def prometheus(request: Request) -> Response:
+        """Prometheus text format (OpenMetrics if the scraper asks for it)."""
+        body, content_type = metrics.exposition(request.headers.get("accept"))
+        return Response(body, media_type=content_type)
 
     api = APIRouter(prefix="/v1", dependencies=[Depends(service.check_key)], tags=["engine"])
 

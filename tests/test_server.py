@@ -20,6 +20,7 @@ import chess
 import httpx
 import numpy as np
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 with warnings.catch_warnings():  # starlette's note about httpx2 is not ours to act on
     warnings.simplefilter("ignore")
@@ -58,12 +59,12 @@ def client(models_dir):
 
 
 def metric(text: str, name: str, **labels: str) -> float:
-    """The value of one sample in Prometheus text (fails if it is missing)."""
-    label_text = ",".join(f'{k}="{v}"' for k, v in labels.items())
-    pattern = "^" + re.escape(name) + (r"\{" + re.escape(label_text) + r"\}" if labels else "") + r" (\S+)$"
-    match = re.search(pattern, text, re.MULTILINE)
-    assert match, f"no sample {name}{{{label_text}}} in:\n{text}"
-    return float(match.group(1))
+    """The value of the sample with exactly these labels in Prometheus text (fails if it is missing)."""
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+    pytest.fail(f"no sample {name}{labels} in:\n{text}")
 
 
 # --- answers ------------------------------------------------------------------------------------
