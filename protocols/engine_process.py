@@ -8,7 +8,6 @@ the match) and a crashed engine is reported as such instead of as an empty reply
 
 from __future__ import annotations
 
-import os
 import queue
 import shlex
 import subprocess
@@ -148,8 +147,3 @@ class GtpProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def stderr_log(path: str | os.PathLike[str]) -> IO[str]:
-    """An append-mode text file for an engine's stderr (kept for post-mortems of lost games)."""
-    return open(path, "a", encoding="utf-8")

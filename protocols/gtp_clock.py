@@ -68,14 +68,6 @@ class TimeSettings:
             return cls("absolute", main)
         return cls(system, main, period, count)  # type: ignore[arg-type]
 
-    def per_move_overtime(self) -> float:
-        """Seconds a move may use in byo-yomi without running out (0 for absolute time)."""
-        if self.system == "canadian":
-            return self.period / self.stones
-        if self.system == "byoyomi":
-            return self.period
-        return 0.0
-
 
 @dataclass
 class SideClock:
