@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,25 +33,25 @@ from training.selfplay import GameSlots, Samples
 
 @dataclass(frozen=True)
 class GumbelAZConfig:
-    """Search settings of self-play (the rest of Gumbel MCTS's constants are the paper's)."""
+    """Simulations per self-play move, and the search's own settings (Gumbel scale 1 here)."""
 
     simulations: int = 32
-    max_considered: int = 16
-    c_visit: float = 50.0
-    c_scale: float = 1.0
-    gumbel_scale: float = 1.0
+    search: GumbelConfig = GumbelConfig()
 
     def __post_init__(self) -> None:
         if self.simulations < 1:
             raise ValueError("Gumbel AlphaZero self-play needs at least one simulation per move")
 
-    def search_config(self) -> GumbelConfig:
-        return GumbelConfig(
-            max_considered=self.max_considered,
-            gumbel_scale=self.gumbel_scale,
-            c_visit=self.c_visit,
-            c_scale=self.c_scale,
-        )
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GumbelAZConfig:
+        """From a config's ``[gumbel_az]`` table: ``simulations`` plus any `GumbelConfig` field."""
+        settings = dict(data)
+        simulations = int(settings.pop("simulations", cls.simulations))
+        try:
+            search = GumbelConfig(**settings)
+        except TypeError as error:  # an unknown key
+            raise ValueError(f"[gumbel_az]: {error}") from None
+        return cls(simulations=simulations, search=search)
 
 
 class CountingEvaluator:
@@ -72,7 +73,6 @@ def collect(
     """Play ``steps`` searched moves in every slot; policy and outcome targets."""
     counter = CountingEvaluator(evaluator)
     limits = SearchLimits(simulations=config.simulations)
-    search_config = config.search_config()
     count = len(slots)
     game = slots.game
     obs = np.empty((steps, count, *game.observation_shape), dtype=np.float32)
@@ -90,7 +90,7 @@ def collect(
     for t in range(steps):
         obs[t], masks[t] = slots.observe()
         players[t] = [state.to_play for state in slots.states]
-        results = search(slots.states, counter, limits, config=search_config, rng=slots.rng)
+        results = search(slots.states, counter, limits, config=config.search, rng=slots.rng)
         for i, result in enumerate(results):
             actions[t, i] = result.action
             policy[t, i] = result.improved_policy

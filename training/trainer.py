@@ -537,7 +537,7 @@ class Trainer:
         return gumbel_az.collect(
             self.slots,
             evaluator,
-            gumbel_az.GumbelAZConfig(**self.config.gumbel_az),
+            gumbel_az.GumbelAZConfig.from_dict(self.config.gumbel_az),
             self.config.selfplay.steps,
         )
 
