@@ -28,7 +28,7 @@ CONFIGS = ROOT / "training" / "configs"
 PYTHON = sys.executable
 # Timing fields differ between two runs of the same iterations; everything else must not.
 TIMING = {"selfplay_seconds", "train_seconds", "samples_per_second",
-          "simulator_evaluations_per_second", "wall_seconds"}
+          "simulator_evaluations_per_second", "wall_seconds", "cpu_seconds"}
 
 
 def countup_config(**changes) -> TrainConfig:
@@ -102,6 +102,8 @@ def test_resume_continues_exactly_where_it_stopped(tmp_path: Path) -> None:
     assert all(torch.equal(a[k], b[k]) for k in a)
     logs = [read_metrics(tmp_path / run / "metrics.jsonl") for run in ("straight", "split")]
     assert [r["iteration"] for r in logs[1]] == [1, 2, 3, 4]
+    cpu = [r["cpu_seconds"] for r in logs[1]]  # the CPU budget carries over the resumption
+    assert 0 < cpu[0] < cpu[1] < cpu[2] < cpu[3]
     for x, y in zip(*logs):
         assert {k: v for k, v in x.items() if k not in TIMING} == {
             k: v for k, v in y.items() if k not in TIMING

@@ -387,6 +387,7 @@ class Trainer:
         self.simulator_evaluations = 0
         self.samples_seen = 0
         self.wall_seconds = 0.0
+        self.cpu_seconds = 0.0  # CPU time of every rank's process, all threads (the budget unit)
 
         checkpoint = self.out / CHECKPOINT
         if resume:
@@ -450,6 +451,7 @@ class Trainer:
     def step(self) -> dict[str, Any]:
         """One iteration: self-play, fit, then (rank 0) export, evaluate, log, checkpoint."""
         tick = time.monotonic()
+        cpu_tick = time.process_time()
         samples = self._collect()
         tock = time.monotonic()
         parts = fit(
@@ -464,11 +466,12 @@ class Trainer:
         self._sync_buffers()
         done = time.monotonic()
         self.iteration += 1
-        totals = self._sum([samples.simulator_evaluations, len(samples)])
+        totals = self._sum([samples.simulator_evaluations, len(samples), time.process_time() - cpu_tick])
         means = self._mean({**parts, **samples.stats})
         self.simulator_evaluations += int(totals[0])
         self.samples_seen += int(totals[1])
         self.wall_seconds += done - tick
+        self.cpu_seconds += totals[2]
         record: dict[str, Any] = {
             "iteration": self.iteration,
             "simulator_evaluations": self.simulator_evaluations,
@@ -479,6 +482,7 @@ class Trainer:
             "samples_per_second": totals[1] / (done - tick),
             "simulator_evaluations_per_second": totals[0] / (done - tick),
             "wall_seconds": self.wall_seconds,
+            "cpu_seconds": self.cpu_seconds,
         }
         state = self._gather(self._process_state())
         if len({p["weights_sha256"] for p in state}) != 1:
@@ -514,6 +518,7 @@ class Trainer:
                 "simulator_evaluations": self.simulator_evaluations,
                 "samples": self.samples_seen,
                 "wall_seconds": self.wall_seconds,
+                "cpu_seconds": self.cpu_seconds,
             },
             processes=process_states,
             training_info=self._training_info(),
@@ -607,6 +612,7 @@ class Trainer:
         self.simulator_evaluations = counters["simulator_evaluations"]
         self.samples_seen = counters["samples"]
         self.wall_seconds = counters["wall_seconds"]
+        self.cpu_seconds = counters.get("cpu_seconds", 0.0)  # runs from before it was metered
         mine = processes[self.dist.rank]
         set_rng_state(self.rng, mine["rng"])
         self.slots.load_state_dict(mine["games"])
