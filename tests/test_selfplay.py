@@ -13,7 +13,7 @@ from engine.games.countup import CountUpGame, CountUpState
 from engine.network import Evaluation, apply_legal_mask
 from training import gumbel_az, klent
 from training.archive import StartArchive, replay
-from training.metrics import play_match, random_agent
+from training.metrics import match_score, play_games, random_agent
 from training.selfplay import GameSlots, collect_klent, sample_actions
 
 
@@ -180,7 +180,7 @@ def test_gumbel_az_targets_and_simulator_evaluations() -> None:
     assert (samples.returns[wins_from_5] == 1.0).all()
 
 
-def test_play_match_alternates_colours_and_scores_draws_half() -> None:
+def test_play_games_alternates_colours_and_scores_draws_half() -> None:
     game = games.get("countup")
     rng = np.random.default_rng(0)
 
@@ -188,6 +188,7 @@ def test_play_match_alternates_colours_and_scores_draws_half() -> None:
         # Table 10: move to 1, 4 or 7 (the losing counts for the opponent).
         return np.array([{0: 0, 2: 1, 3: 0, 5: 1}.get(s.count, 0) for s in states])
 
-    score = play_match(game, perfect, random_agent(rng), 64, rng)
-    assert 0.75 <= score < 1.0  # always wins moving first; second, only if random errs
-    assert play_match(game, perfect, perfect, 10, rng) == 0.5  # first player wins each game
+    rewards = play_games(game, perfect, random_agent(rng), 64, rng)
+    assert (rewards[0::2] == 1).all()  # always wins moving first; second, only if random errs
+    assert 0.75 <= match_score(rewards) < 1.0
+    assert match_score(play_games(game, perfect, perfect, 10, rng)) == 0.5  # first player wins

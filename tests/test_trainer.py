@@ -18,10 +18,18 @@ import torch
 from engine.network import OnnxEvaluator
 from klent.cli import main as klent_main
 from training import klent
-from training.metrics import greedy_agent, play_match, random_agent, read_metrics
+from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
 from training.nets import load_checkpoint
 from training.selfplay import SelfPlayConfig
-from training.trainer import EvalConfig, Trainer, TrainConfig, config_to_toml, load_config
+from engine.games.go import GoGame
+from training.trainer import (
+    EvalConfig,
+    Trainer,
+    TrainConfig,
+    config_to_toml,
+    load_config,
+    symmetry_image,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "training" / "configs"
@@ -203,8 +211,51 @@ def test_go5_beats_uniform_random_after_three_minutes_of_cpu_training(tmp_path: 
     assert time.monotonic() - started < 180
     evaluator = OnnxEvaluator(tmp_path / "go5" / "latest.onnx")
     rng = np.random.default_rng(2024)
-    score = play_match(trainer.game, greedy_agent(evaluator), random_agent(rng), 100, rng)
+    score = match_score(play_games(trainer.game, greedy_agent(evaluator), random_agent(rng), 100, rng))
     assert score >= 0.8, f"{score:.2f} after {trainer.iteration} iterations"
+
+
+def test_symmetry_image_is_the_batch_of_the_turned_positions() -> None:
+    """Augmenting a minibatch gives what self-play would have recorded on the turned board."""
+    game = GoGame(5)
+    table = game.symmetries()
+    rng = np.random.default_rng(7)
+    lines = []  # three random game lines and the move taken after each
+    for length in (0, 5, 12):
+        actions = []
+        state = game.initial_state()
+        for _ in range(length + 1):
+            actions.append(int(rng.choice(state.legal_actions())))
+            state = state.play(actions[-1])
+        lines.append(actions)
+
+    def batch(index: int) -> dict[str, np.ndarray]:
+        states, taken = [], []
+        for actions in lines:
+            state = game.initial_state()
+            for action in actions[:-1]:
+                state = state.play(int(table[index, action]))
+            states.append(state)
+            taken.append(int(table[index, actions[-1]]))
+        masks = np.stack([s.legal_mask() for s in states])
+        policy = masks / masks.sum(axis=1, keepdims=True) * np.arange(1, game.num_actions + 1)
+        return {
+            "obs": game.encode_batch(states),
+            "masks": masks,
+            "actions": np.array(taken),
+            "policy": policy.astype(np.float32),
+            "returns": np.array([0.5, -1.0, 1.0], dtype=np.float32),
+        }
+
+    original = batch(0)
+    for index in range(1, len(table)):
+        image, expected = symmetry_image(original, index, table[index]), batch(index)
+        assert set(image) == set(expected)
+        for name in ("obs", "masks", "actions", "returns"):
+            np.testing.assert_array_equal(image[name], expected[name])
+        # The policy rows were built with weights tied to action numbers, so compare them by
+        # where each original action went.
+        np.testing.assert_array_equal(image["policy"][:, table[index]], original["policy"])
 
 
 def _lines(path: Path) -> list[str]:

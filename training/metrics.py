@@ -95,15 +95,15 @@ def random_agent(rng: np.random.Generator) -> Agent:
     return choose
 
 
-def play_match(
+def play_games(
     game: Game,
     agent: Agent,
     opponent: Agent,
     games: int,
     rng: np.random.Generator,
     opening_plies: int = 0,
-) -> float:
-    """Score of ``agent`` (wins + draws / 2) / games; it moves first in the even-numbered games.
+) -> np.ndarray:
+    """``agent``'s reward (+1, 0, -1) in each of ``games`` games; it moves first in the even ones.
 
     All games run side by side so each agent makes one batched call per move.  The first
     ``opening_plies`` moves of every game are uniformly random (drawn with ``rng``): two
@@ -129,5 +129,9 @@ def play_match(
                     choices[i] = int(action)
         for i, action in choices.items():
             states[i] = states[i].play(action)
-    score = sum((s.reward_for(int(p)) + 1.0) / 2.0 for s, p in zip(states, agent_player))
-    return score / games
+    return np.array([s.reward_for(int(p)) for s, p in zip(states, agent_player)])
+
+
+def match_score(rewards: np.ndarray) -> float:
+    """Score of the player whose rewards (+1, 0, -1) these are: (wins + draws / 2) / games."""
+    return float((np.mean(rewards) + 1.0) / 2.0)

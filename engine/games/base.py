@@ -114,6 +114,15 @@ class Game(ABC):
             out[i] = self.encode(state)
         return out
 
+    def symmetries(self) -> np.ndarray:
+        """``int64[S, A]``: row s maps each action to its image under symmetry s.
+
+        Symmetry s maps observations through ``engine.games.symmetry.dihedral(obs, s)``.  Row 0
+        is the identity; games whose rules have no board symmetry (chess: castling, pawn
+        direction) keep this default of the identity alone.
+        """
+        return np.arange(self.num_actions, dtype=np.int64)[None]
+
     @abstractmethod
     def action_to_text(self, state: State, action: int) -> str:
         """Move notation of ``action`` in ``state`` ("D4", "pass", "e2e4", "+1")."""

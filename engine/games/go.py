@@ -35,6 +35,7 @@ import numpy as np
 
 from engine.games import go_kernels as k
 from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.symmetry import point_permutations
 
 COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP columns: no "I"
 MIN_SIZE, MAX_SIZE = 5, 19
@@ -232,6 +233,10 @@ class GoGame(Game):
         self.pass_action = size * size
         self.observation_shape = (2 * k.HISTORY + 1, size, size)
         self._nbr, self._zob = _tables(size)
+
+    def symmetries(self) -> np.ndarray:
+        """The 8 rotations and reflections of the board; pass maps to itself."""
+        return point_permutations(self.size, extra_actions=1)
 
     def with_komi(self, komi: float) -> GoGame:
         """The same game with another komi (use `replay` to move a game line over)."""

@@ -12,6 +12,7 @@ BENCHMARKS = {
     "search": "ONNX Runtime positions/s vs Gumbel search simulations/s",
     "training": "self-play + training throughput vs the network-only bound",
     "server": "HTTP requests/s and latency with request batching vs one at a time",
+    "ab": "head-to-head of two trained models (training A/B runs)",
 }
 
 

@@ -1,0 +1,33 @@
+"""`klent bench ab`, the head-to-head yardstick of training A/B runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.ab import head_to_head, main
+
+SHIPPED_GO9 = Path(__file__).resolve().parents[1] / "weights" / "go9.onnx"
+
+
+def test_a_trained_model_beats_an_untrained_one_and_the_counts_add_up(untrained_model) -> None:
+    untrained = untrained_model("go9")
+    summary = head_to_head(SHIPPED_GO9, Path(untrained), games=40, opening_plies=2, seed=1)
+    assert summary.wins + summary.losses + summary.draws == 40
+    assert summary.win_rate_low > 0.5  # the shipped model learnt something
+    mirrored = head_to_head(Path(untrained), SHIPPED_GO9, games=40, opening_plies=2, seed=1)
+    assert mirrored.win_rate_high < 0.5
+
+
+def test_models_of_different_games_are_refused(untrained_model) -> None:
+    with pytest.raises(ValueError, match="plays go9 but"):
+        head_to_head(SHIPPED_GO9, Path(untrained_model("go5")), games=2, opening_plies=0, seed=0)
+
+
+def test_command_line_prints_the_summary(untrained_model, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(SHIPPED_GO9), untrained_model("go9"), "--games", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "4 games: +" in out and "win rate" in out and "Elo difference" in out
+    with pytest.raises(SystemExit):
+        main(["missing.onnx", untrained_model("go9")])
