@@ -26,6 +26,7 @@ from training.trainer import (
     EvalConfig,
     Trainer,
     TrainConfig,
+    config_changes,
     config_to_toml,
     load_config,
     symmetry_image,
@@ -120,6 +121,22 @@ def test_resume_continues_exactly_where_it_stopped(tmp_path: Path) -> None:
     for name in ("latest.onnx", "reference.onnx"):
         OnnxEvaluator(tmp_path / "split" / name)  # loads: a complete klent model
     assert load_config(tmp_path / "split" / "config.toml") == config
+
+
+def test_a_resumed_run_may_change_how_it_goes_on_but_not_what_it_is(tmp_path: Path) -> None:
+    config = countup_config()
+    Trainer(config, tmp_path / "run", threads=1).run(iterations=1, progress=False)
+    faster = dataclasses.replace(config, optim=dataclasses.replace(config.optim, lr=3e-4), export_every=5)
+    assert config_changes(config, faster) == ["export_every: 100 -> 5", "optim.lr: 0.01 -> 0.0003"]
+    resumed = Trainer(faster, tmp_path / "run", resume=True, threads=1)
+    resumed.run(iterations=2, progress=False)
+    saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt").extra
+    assert saved["config_history"] == [{"iteration": 1, "changes": config_changes(config, faster)}]
+    assert load_config(tmp_path / "run" / "config.toml") == faster
+
+    bigger = dataclasses.replace(faster, channels=faster.channels * 2, seed=5)
+    with pytest.raises(ValueError, match="cannot change net.channels, seed "):
+        Trainer(bigger, tmp_path / "run", resume=True, threads=1)
 
 
 def test_sigkill_mid_iteration_leaves_a_resumable_run(tmp_path: Path) -> None:

@@ -186,6 +186,38 @@ class TrainConfig:
         )
 
 
+# What a resumed run may change: how it goes on (the optimiser and its training levers, when to
+# export and evaluate, where self-play runs its network, when to stop), not what it is (game,
+# network, algorithm and its targets, seed, the self-play games in flight).
+ADJUSTABLE = ("iterations", "export_every", "optim", "eval", "selfplay.evaluator")
+
+
+def config_changes(old: TrainConfig, new: TrainConfig) -> list[str]:
+    """``"setting: old -> new"`` for each setting ``new`` changes, for a resumed run.
+
+    Raises ValueError naming the settings that define the run, which cannot change.
+    """
+    before, after = _flatten(old.to_dict()), _flatten(new.to_dict())
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    fixed = [k for k in changed if not any(k == a or k.startswith(a + ".") for a in ADJUSTABLE)]
+    if fixed:
+        raise ValueError(
+            f"a resumed run cannot change {', '.join(fixed)} (only {', '.join(ADJUSTABLE)}); "
+            "start a new run for that"
+        )
+    return [f"{k}: {before.get(k)} -> {after.get(k)}" for k in changed]
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def load_config(path: str | Path) -> TrainConfig:
     """Read a TOML training config (see training/configs/)."""
     path = Path(path)
@@ -415,6 +447,7 @@ class Trainer:
         self.samples_seen = 0
         self.wall_seconds = 0.0
         self.cpu_seconds = 0.0  # CPU time of every rank's process, all threads (the budget unit)
+        self.config_history: list[dict[str, Any]] = []  # settings changed on resumption, and when
 
         checkpoint = self.out / CHECKPOINT
         if resume:
@@ -550,6 +583,7 @@ class Trainer:
             },
             processes=process_states,
             training_info=self._training_info(),
+            config_history=self.config_history,
         )
         if evaluate:
             _atomic_copy(self.out / LATEST_ONNX, self.out / REFERENCE_ONNX)
@@ -623,11 +657,10 @@ class Trainer:
             raise FileNotFoundError(f"nothing to resume: no {CHECKPOINT} in {self.out}")
         checkpoint = load_checkpoint(path, self.device)
         saved = TrainConfig.from_dict(checkpoint.extra["train_config"])
-        if saved != self.config:
-            raise ValueError(
-                f"{self.out} was started with another configuration; resume it without --config "
-                "(or with the same one)"
-            )
+        self.config_history = list(checkpoint.extra.get("config_history", []))
+        changes = config_changes(saved, self.config)
+        if changes:
+            self.config_history.append({"iteration": checkpoint.extra["counters"]["iteration"], "changes": changes})
         processes = checkpoint.extra["processes"]
         if len(processes) != self.dist.world_size:
             raise ValueError(

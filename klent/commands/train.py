@@ -5,7 +5,9 @@
     torchrun --nproc_per_node=2 -m klent train --config training/configs/go9_gpu.toml --out runs/g
 
 The config (TOML, see training/configs/) defines the run; --game, --algo and --preset override
-it for a new run.  A resumed run keeps the configuration stored in its checkpoint.
+it for a new run.  A resumed run keeps the configuration stored in its checkpoint, unless
+--config gives one that changes only how the run goes on (the [optim] and [eval] sections,
+export_every, iterations, selfplay.evaluator); the checkpoint records such changes.
 """
 
 from __future__ import annotations
@@ -44,11 +46,12 @@ def run(args: argparse.Namespace) -> int:
     chosen = {"game": args.game, "algo": args.algo, "preset": args.preset}
     overrides = {k: v for k, v in chosen.items() if v is not None}
     if args.resume:
-        config = trainer.resume_config(args.out)
-        if args.config is not None and trainer.load_config(args.config) != config:
-            raise CommandError(f"{args.out} was started with another config; omit --config")
+        saved = trainer.resume_config(args.out)
+        config = saved if args.config is None else trainer.load_config(args.config)
         if any(getattr(config, k) != v for k, v in overrides.items()):
             raise CommandError("--game, --algo and --preset cannot change a run being resumed")
+        for change in trainer.config_changes(saved, config):
+            print(f"changed on resumption: {change}")
     else:
         if args.config is None:
             raise CommandError("a new run needs --config (see training/configs/)")
