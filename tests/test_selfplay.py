@@ -93,6 +93,56 @@ def test_slots_restart_finished_games_and_carry_running_ones_over() -> None:
     assert [s.count for s in other.states] == [0, 4] and other.states[1].to_play == 0
 
 
+def test_a_hopeless_mover_resigns_where_its_game_allows_it() -> None:
+    game = games.get("countup")
+    everyone = GameSlots(game, 2, np.random.default_rng(0), archive=None, resign_disabled_fraction=0.0)
+    result = everyone.step(np.array([1, 1]), hopeless=np.array([True, False]))
+    assert result.resigned.tolist() == [True, False] and result.terminal.tolist() == [True, False]
+    assert result.rewards.tolist() == [-1.0, 0.0] and result.final_states[0].count == 2
+    assert everyone.states[0].count == 0 and everyone.states[1].count == 2  # slot 0 restarted
+
+    nobody = GameSlots(game, 1, np.random.default_rng(0), archive=None, resign_disabled_fraction=1.0)
+    # Both players add 2 (0-2-4-6-8): player 1 despairs on its first move, then its second move
+    # reaches 7 and wins.  It would have resigned a game it won.
+    steps = [nobody.step(np.array([1]), hopeless=np.array([i == 1])) for i in range(4)]
+    assert not any(r.resigned[0] for r in steps) and not any(r.terminal[0] for r in steps[:3])
+    assert nobody.would_have_resigned == [[]]  # the game ended and a new one began
+    assert steps[3].terminal[0] and steps[3].rewards[0] == 1.0
+    assert steps[3].would_resign[0] and steps[3].false_resignations[0]
+
+
+def test_resignation_state_survives_a_checkpoint() -> None:
+    game = games.get("countup")
+    slots = GameSlots(game, 8, np.random.default_rng(4), archive=None, resign_disabled_fraction=0.5)
+    assert 0 < sum(slots.may_resign) < 8  # drawn per game
+    slots.step(np.zeros(8, dtype=np.int64), hopeless=np.ones(8, dtype=np.bool_))
+    restored = GameSlots(game, 8, np.random.default_rng(9), archive=None, resign_disabled_fraction=0.5)
+    restored.load_state_dict(slots.state_dict())
+    assert restored.may_resign == slots.may_resign
+    assert restored.would_have_resigned == slots.would_have_resigned
+    assert any(slots.would_have_resigned)
+
+
+def test_collect_klent_with_resignation_ends_lost_games_and_counts_false_ones() -> None:
+    game = CappedCountUp(target=50, max_step=2)  # nobody wins by the rules
+    config = klent.PRESETS["monte-carlo"]
+    allowed = GameSlots(game, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=0.0)
+    samples = collect_klent(allowed, ConstantEvaluator(game, q=-0.95), config, steps=12, resign_threshold=0.9)
+    # Every mover sees v = -0.95 and resigns after its move: every return is -1.
+    assert samples.stats["resigned"] == 12 * 16 and (samples.returns == -1.0).all()
+    assert np.isnan(samples.stats["false_resignation_rate"])  # no game nobody could resign
+
+    confident = GameSlots(game, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=0.0)
+    samples = collect_klent(confident, ConstantEvaluator(game, q=-0.5), config, steps=12, resign_threshold=0.9)
+    assert samples.stats["resigned"] == 0
+
+    real = games.get("countup")
+    forbidden = GameSlots(real, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=1.0)
+    samples = collect_klent(forbidden, ConstantEvaluator(real, q=-0.95), config, steps=12, resign_threshold=0.9)
+    assert samples.stats["resigned"] == 0 and samples.stats["games_finished"] > 0
+    assert samples.stats["false_resignation_rate"] == 1.0  # both players despaired; one won
+
+
 def test_collect_klent_shapes_counts_and_monte_carlo_returns() -> None:
     game = games.get("countup")
     evaluator = ConstantEvaluator(game, q=0.5)

@@ -84,6 +84,12 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     bad.write_text('game = "countup"\n[klent]\npreset = "kl-ony"\n')
     with pytest.raises(ValueError, match="kl-ony"):
         load_config(bad)
+    bad.write_text('game = "countup"\nalgo = "gumbel-az"\n[selfplay]\nresign_threshold = 0.9\n')
+    with pytest.raises(ValueError, match="resign_threshold is a KLENT option"):
+        load_config(bad)
+    bad.write_text('game = "countup"\n[selfplay]\nresign_threshold = 1.5\n')
+    with pytest.raises(ValueError, match=r"resign_threshold must be in \[0, 1\)"):
+        load_config(bad)
     ok = tmp_path / "ok.toml"
     ok.write_text('game = "countup"\n[klent]\npreset = "one-step"\nalpha = 0.5\n')
     assert load_config(ok).klent_config() == klent.KlentConfig(alpha=0.5, beta=0.1, lam=0.0)

@@ -127,6 +127,8 @@ class TrainConfig:
         self.klent_config()  # validate the overrides now, not an hour into the run
         if self.export_every < 1 or self.optim.batch_size < 1 or self.optim.epochs < 1:
             raise ValueError("export_every, batch_size and epochs must be at least 1")
+        if self.algo != "klent" and self.selfplay.resign_threshold > 0:
+            raise ValueError("selfplay.resign_threshold is a KLENT option (gumbel-az never resigns)")
 
     def klent_config(self) -> klent.KlentConfig:
         return dataclasses.replace(klent.PRESETS[self.preset], **self.klent_overrides)
@@ -189,7 +191,15 @@ class TrainConfig:
 # What a resumed run may change: how it goes on (the optimiser and its training levers, when to
 # export and evaluate, where self-play runs its network, when to stop), not what it is (game,
 # network, algorithm and its targets, seed, the self-play games in flight).
-ADJUSTABLE = ("iterations", "export_every", "optim", "eval", "selfplay.evaluator")
+ADJUSTABLE = (
+    "iterations",
+    "export_every",
+    "optim",
+    "eval",
+    "selfplay.evaluator",
+    "selfplay.resign_threshold",
+    "selfplay.resign_disabled_fraction",
+)
 
 
 def config_changes(old: TrainConfig, new: TrainConfig) -> list[str]:
@@ -440,7 +450,14 @@ class Trainer:
             if config.selfplay.archive_size
             else None
         )
-        self.slots = GameSlots(self.game, config.selfplay.games, self.rng, archive)
+        resigning = config.selfplay.resign_threshold > 0
+        self.slots = GameSlots(
+            self.game,
+            config.selfplay.games,
+            self.rng,
+            archive,
+            config.selfplay.resign_disabled_fraction if resigning else None,
+        )
         self.iteration = 0
         self._exported = -1  # iteration whose weights latest.onnx holds (-1: none yet)
         self.simulator_evaluations = 0
@@ -597,7 +614,11 @@ class Trainer:
             evaluator = TorchEvaluator(self.model, self.game, self.device)
         if self.config.algo == "klent":
             return collect_klent(
-                self.slots, evaluator, self.config.klent_config(), self.config.selfplay.steps
+                self.slots,
+                evaluator,
+                self.config.klent_config(),
+                self.config.selfplay.steps,
+                self.config.selfplay.resign_threshold,
             )
         from training import gumbel_az  # engine.search is needed only by this baseline
 
