@@ -127,18 +127,22 @@ def test_collect_klent_with_resignation_ends_lost_games_and_counts_false_ones() 
     game = CappedCountUp(target=50, max_step=2)  # nobody wins by the rules
     config = klent.PRESETS["monte-carlo"]
     allowed = GameSlots(game, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=0.0)
-    samples = collect_klent(allowed, ConstantEvaluator(game, q=-0.95), config, steps=12, resign_threshold=0.9)
+    despairing = ConstantEvaluator(game, q=-0.95)
+    samples = collect_klent(allowed, despairing, config, steps=12, resign_threshold=0.9)
     # Every mover sees v = -0.95 and resigns after its move: every return is -1.
     assert samples.stats["resigned"] == 12 * 16 and (samples.returns == -1.0).all()
     assert np.isnan(samples.stats["false_resignation_rate"])  # no game nobody could resign
 
     confident = GameSlots(game, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=0.0)
-    samples = collect_klent(confident, ConstantEvaluator(game, q=-0.5), config, steps=12, resign_threshold=0.9)
+    hopeful = ConstantEvaluator(game, q=-0.5)
+    samples = collect_klent(confident, hopeful, config, steps=12, resign_threshold=0.9)
     assert samples.stats["resigned"] == 0
 
     real = games.get("countup")
     forbidden = GameSlots(real, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=1.0)
-    samples = collect_klent(forbidden, ConstantEvaluator(real, q=-0.95), config, steps=12, resign_threshold=0.9)
+    samples = collect_klent(
+        forbidden, ConstantEvaluator(real, q=-0.95), config, steps=12, resign_threshold=0.9
+    )
     assert samples.stats["resigned"] == 0 and samples.stats["games_finished"] > 0
     assert samples.stats["false_resignation_rate"] == 1.0  # both players despaired; one won
 

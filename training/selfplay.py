@@ -61,7 +61,9 @@ class SelfPlayConfig:
         if not 0.0 <= self.resign_threshold < 1.0:
             raise ValueError(f"resign_threshold must be in [0, 1), not {self.resign_threshold}")
         if not 0.0 <= self.resign_disabled_fraction <= 1.0:
-            raise ValueError(f"resign_disabled_fraction must be in [0, 1], not {self.resign_disabled_fraction}")
+            raise ValueError(
+                f"resign_disabled_fraction must be in [0, 1], not {self.resign_disabled_fraction}"
+            )
 
 
 class StepResult(NamedTuple):

@@ -392,7 +392,9 @@ def fit(
     return {name: total / steps for name, total in totals.items()}
 
 
-def symmetry_image(arrays: dict[str, np.ndarray], index: int, permutation: np.ndarray) -> dict[str, np.ndarray]:
+def symmetry_image(
+    arrays: dict[str, np.ndarray], index: int, permutation: np.ndarray
+) -> dict[str, np.ndarray]:
     """A minibatch's training fields as they read on the board turned by symmetry ``index``.
 
     ``permutation[a]`` is the image of action ``a``, so per-action columns move to their image
@@ -681,7 +683,8 @@ class Trainer:
         self.config_history = list(checkpoint.extra.get("config_history", []))
         changes = config_changes(saved, self.config)
         if changes:
-            self.config_history.append({"iteration": checkpoint.extra["counters"]["iteration"], "changes": changes})
+            resumed_at = checkpoint.extra["counters"]["iteration"]
+            self.config_history.append({"iteration": resumed_at, "changes": changes})
         processes = checkpoint.extra["processes"]
         if len(processes) != self.dist.world_size:
             raise ValueError(

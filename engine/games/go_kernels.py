@@ -72,6 +72,52 @@ def board_hash(board: np.ndarray, zob: np.ndarray) -> int:
 
 
 @njit(cache=True)
+def _flood(
+    board: np.ndarray, nbr: np.ndarray, start: int, mark: np.ndarray, tag: int, stack: np.ndarray
+) -> int:
+    """Collect the chain of ``start`` (its connected points of value ``board[start]``).
+
+    The points go to ``stack[:size]`` with ``mark`` set to ``tag`` (non-zero); returns
+    ``size``.  Only unmarked points (``mark == 0``) are entered, so a caller that floods
+    several chains with one ``mark`` visits each point once.  Every kernel needs the same walk
+    (a stone group for captures, suicide and liberties, an empty region for area) and then
+    looks at the chain's neighbours for its own purpose, so the walk lives here and the look
+    in the callers.
+    """
+    v = board[start]
+    mark[start] = tag
+    stack[0] = start
+    size = 1
+    i = 0
+    while i < size:
+        s = stack[i]
+        i += 1
+        for k in range(4):
+            r = nbr[s, k]
+            if r >= 0 and board[r] == v and mark[r] == 0:
+                mark[r] = tag
+                stack[size] = r
+                size += 1
+    return size
+
+
+@njit(cache=True)
+def _touches(board: np.ndarray, nbr: np.ndarray, stack: np.ndarray, size: int, value: int) -> bool:
+    """Whether a point of ``stack[:size]`` has a neighbour of ``value`` (0: the chain has a liberty).
+
+    The look that follows ``_flood`` when only a yes/no is needed; it stops at the first hit,
+    which is what keeps the capture, suicide and area checks cheap.
+    """
+    for j in range(size):
+        s = stack[j]
+        for k in range(4):
+            r = nbr[s, k]
+            if r >= 0 and board[r] == value:
+                return True
+    return False
+
+
+@njit(cache=True)
 def play_stone(
     hist: np.ndarray,
     seen: np.ndarray,
@@ -98,64 +144,33 @@ def play_stone(
     new[p] = color
     own = 0 if color == 1 else 1
     h2 = h ^ zob[own, p]
-    mark = np.zeros(n, np.bool_)
+    # One mark for all floods: a flooded enemy chain is marked whole, so a second neighbour
+    # of p in it is skipped, and the own-chain flood only enters stones of ``color``.  A
+    # chain with an empty point next to the stone beside p (the usual case) is not flooded.
+    mark = np.zeros(n, np.int32)
     stack = np.empty(n, np.int32)
     captured = False
     for k in range(4):
         q = nbr[p, k]
-        if q < 0 or new[q] != -color or mark[q]:
+        if q < 0 or new[q] != -color or mark[q] != 0:
             continue
-        # Flood the whole enemy group (no early exit: its stones must all be marked, or a
-        # second neighbour of p in the same group would be re-flooded from a partial marking).
-        mark[q] = True
         stack[0] = q
-        size = 1
-        i = 0
-        free = False
-        while i < size:
-            s = stack[i]
-            i += 1
-            for kk in range(4):
-                r = nbr[s, kk]
-                if r < 0:
-                    continue
-                v = new[r]
-                if v == 0:
-                    free = True
-                elif v == -color and not mark[r]:
-                    mark[r] = True
-                    stack[size] = r
-                    size += 1
-        if not free:
+        if _touches(new, nbr, stack, 1, 0):
+            continue
+        size = _flood(new, nbr, q, mark, 1, stack)
+        if not _touches(new, nbr, stack, size, 0):
             captured = True
             for j in range(size):
                 new[stack[j]] = 0
                 h2 ^= zob[1 - own, stack[j]]
     if not captured:
-        # Without captures the new stone's group needs a liberty of its own.
-        mark[:] = False
-        mark[p] = True
+        # Without captures the new stone's group needs a liberty of its own (again an empty
+        # neighbour of p settles it without a flood).
         stack[0] = p
-        size = 1
-        i = 0
-        free = False
-        while i < size and not free:
-            s = stack[i]
-            i += 1
-            for kk in range(4):
-                r = nbr[s, kk]
-                if r < 0:
-                    continue
-                v = new[r]
-                if v == 0:
-                    free = True
-                    break
-                if v == color and not mark[r]:
-                    mark[r] = True
-                    stack[size] = r
-                    size += 1
-        if not free:
-            return SUICIDE, h
+        if not _touches(new, nbr, stack, 1, 0):
+            size = _flood(new, nbr, p, mark, 1, stack)
+            if not _touches(new, nbr, stack, size, 0):
+                return SUICIDE, h
     if _contains(seen, h2):
         return SUPERKO, h
     for t in range(1, hist.shape[0]):
@@ -176,50 +191,48 @@ def legal_points(
 ) -> None:
     """Fill ``out[:n]`` with the legality of ``color`` playing each point, ``out[n]`` (pass) True.
 
-    One pass labels the groups with their distinct-liberty counts and Zobrist hashes; then a
-    point is legal when it is empty, the new stone keeps or gains a liberty (an empty
-    neighbour, a friendly group with another liberty, or a capture of an enemy group in
-    atari), and the resulting position's hash is not among ``seen``.
+    Floods label the groups with their Zobrist hashes, a pass over the empty points counts
+    each group's distinct liberties, and then a point is legal when it is empty, the new stone
+    keeps or gains a liberty (an empty neighbour, a friendly group with another liberty, or a
+    capture of an enemy group in atari), and the resulting position's hash is not among
+    ``seen``.
     """
     n = board.shape[0]
-    label = np.full(n, -1, np.int32)
-    libs = np.empty(n, np.int32)
-    ghash = np.empty(n, np.int64)
-    libmark = np.full(n, -1, np.int32)
+    group = np.zeros(n, np.int32)  # a stone's group number, from 1 (0: not yet flooded)
+    libs = np.zeros(n + 1, np.int32)
+    ghash = np.empty(n + 1, np.int64)
     stack = np.empty(n, np.int32)
-    groups = 0
+    g = 0
     for p in range(n):
         v = board[p]
-        if v == 0 or label[p] >= 0:
+        if v == 0 or group[p] != 0:
             continue
-        g = groups
-        groups += 1
+        g += 1
+        size = _flood(board, nbr, p, group, g, stack)
         key = 0 if v == 1 else 1
-        label[p] = g
-        stack[0] = p
-        size = 1
-        i = 0
         gh = 0
-        lib = 0
-        while i < size:
-            s = stack[i]
-            i += 1
-            gh ^= zob[key, s]
-            for k in range(4):
-                r = nbr[s, k]
-                if r < 0:
-                    continue
-                w = board[r]
-                if w == 0:
-                    if libmark[r] != g:
-                        libmark[r] = g
-                        lib += 1
-                elif w == v and label[r] < 0:
-                    label[r] = g
-                    stack[size] = r
-                    size += 1
-        libs[g] = lib
+        for j in range(size):
+            gh ^= zob[key, stack[j]]
         ghash[g] = gh
+    # Each empty point is one liberty of each distinct group beside it; counting from the
+    # empty side reads each point's neighbours once, where a second look around every
+    # flooded stone (with a per-group mark on its liberties) cost about 5% more.
+    for p in range(n):
+        if board[p] != 0:
+            continue
+        c0 = 0
+        c1 = 0
+        c2 = 0
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                continue
+            g = group[q]
+            if g != 0 and g != c0 and g != c1 and g != c2:
+                libs[g] += 1
+                c2 = c1
+                c1 = c0
+                c0 = g
     own = 0 if color == 1 else 1
     for p in range(n):
         if board[p] != 0:
@@ -238,7 +251,7 @@ def legal_points(
             if w == 0:
                 alive = True
                 continue
-            g = label[q]
+            g = group[q]
             if w == color:
                 if libs[g] > 1:
                     alive = True
@@ -261,33 +274,14 @@ def area(board: np.ndarray, nbr: np.ndarray, owner: np.ndarray) -> tuple[int, in
     """
     n = board.shape[0]
     owner[:] = board
-    done = np.zeros(n, np.bool_)
+    done = np.zeros(n, np.int32)
     stack = np.empty(n, np.int32)
     for p in range(n):
-        if board[p] != 0 or done[p]:
+        if board[p] != 0 or done[p] != 0:
             continue
-        done[p] = True
-        stack[0] = p
-        size = 1
-        i = 0
-        reach_black = False
-        reach_white = False
-        while i < size:
-            s = stack[i]
-            i += 1
-            for k in range(4):
-                r = nbr[s, k]
-                if r < 0:
-                    continue
-                w = board[r]
-                if w == 1:
-                    reach_black = True
-                elif w == -1:
-                    reach_white = True
-                elif not done[r]:
-                    done[r] = True
-                    stack[size] = r
-                    size += 1
+        size = _flood(board, nbr, p, done, 1, stack)
+        reach_black = _touches(board, nbr, stack, size, 1)
+        reach_white = _touches(board, nbr, stack, size, -1)
         value = 0
         if reach_black and not reach_white:
             value = 1
