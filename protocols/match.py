@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -114,6 +115,9 @@ def run_match(
         "seconds_per_move": _mean_seconds(results),
         "reasons": _reasons(results),
     }
+    margin = score_margin(results)
+    if margin is not None:
+        report["score_margin"] = margin
     write_file_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
     return summary, results
 
@@ -122,6 +126,29 @@ def summarise(results: list[GameResult]) -> MatchSummary:
     wins = sum(r.winner == 0 for r in results)
     losses = sum(r.winner == 1 for r in results)
     return MatchSummary.from_counts(wins, losses, len(results) - wins - losses)
+
+
+def score_margin(results: list[GameResult]) -> dict[str, float | int] | None:
+    """Go: engine 1's mean referee score margin in points over the games the referee scored.
+
+    Win rates say nothing while an engine loses every game; the margin still moves as it gets
+    stronger (losing by 80 points, then by 20), so a learning run can be followed against a
+    real opponent long before it wins.  None when no game was scored (chess, or all forfeits
+    and resignations).
+    """
+    margins = []
+    for r in results:
+        if r.result == "0" and "referee score" in r.reason:
+            margins.append(0.0)
+            continue
+        match = re.fullmatch(r"([BW])\+(\d+(?:\.\d+)?)", r.result)
+        if match is None:
+            continue
+        black_ahead = float(match.group(2)) * (1.0 if match.group(1) == "B" else -1.0)
+        margins.append(black_ahead if r.first == 0 else -black_ahead)
+    if not margins:
+        return None
+    return {"games": len(margins), "mean": sum(margins) / len(margins)}
 
 
 def _mean_seconds(results: list[GameResult]) -> list[float]:

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from engine.games.sgf import read_sgf
+from protocols.match import GameResult, score_margin
 from protocols.match_stats import MatchSummary, elo_difference, wilson_interval
 
 
@@ -45,6 +46,22 @@ def test_summary_counts_draws_as_half_and_maps_the_interval() -> None:
     assert "-inf" in shutout.text()
 
 
+def test_score_margin_is_from_the_first_engines_view_over_scored_games() -> None:
+    def game(first: int, result: str, reason: str = "two passes, referee score") -> GameResult:
+        return GameResult(game=0, first=first, winner=None, reason=reason, result=result, moves=9, record="")
+
+    results = [
+        game(0, "B+10.5"),  # engine 1 Black, wins by 10.5
+        game(1, "B+4.5"),  # engine 1 White, loses by 4.5
+        game(1, "W+2"),  # engine 1 White, wins by 2
+        game(0, "0"),  # jigo
+        game(0, "W+R", "resignation"),  # not scored
+        game(1, "B+T", "time forfeit"),  # not scored
+    ]
+    assert score_margin(results) == {"games": 4, "mean": (10.5 - 4.5 + 2 + 0) / 4}
+    assert score_margin(results[4:]) is None
+
+
 def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     untrained_model, gnugo_path, tmp_path
 ) -> None:
@@ -62,6 +79,7 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     assert "win rate" in completed.stdout and "Elo difference" in completed.stdout
     report = json.loads((out / "summary.json").read_text())
     assert report["summary"]["games"] == 2
+    assert "mean score margin" in completed.stdout
     games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
     names = report["engine_names"]
     assert names[0].startswith("klent") and names[1].startswith("GNU Go")

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from protocols.engine_process import EngineError
-    from protocols.match import MatchConfig, format_result_line, run_match
+    from protocols.match import MatchConfig, format_result_line, run_match, score_margin
 
     if args.games < 1:
         raise CommandError("--games must be >= 1")
@@ -82,12 +82,15 @@ def run(args: argparse.Namespace) -> int:
         bar.write(format_result_line(result, names))
 
     try:
-        summary, _ = run_match(config, on_game=on_game)
+        summary, results = run_match(config, on_game=on_game)
     except EngineError as error:
         raise CommandError(str(error)) from None
     finally:
         bar.close()
     print(summary.text())
+    margin = score_margin(results)
+    if margin is not None:
+        print(f"mean score margin {margin['mean']:+.1f} points over {margin['games']} scored games")
     print(f"records and summary.json in {config.out}")
     return 0
 
