@@ -226,12 +226,13 @@ def test_gumbel_az_and_an_ablation_preset_train_and_plot(tmp_path: Path) -> None
 # ---------------------------------------------------------------------------------------------
 
 
-def test_go5_beats_uniform_random_after_three_minutes_of_cpu_training(tmp_path: Path) -> None:
+def test_go5_beats_uniform_random_after_120_iterations_of_cpu_training(tmp_path: Path) -> None:
+    # A fixed number of iterations (122,880 samples, about 2 minutes on 2 idle cores), not a
+    # wall-clock budget: on a busy CI machine a time budget buys fewer iterations and the test
+    # would measure the load rather than the learning.  Speed is measured in benchmarks/.
     config = dataclasses.replace(load_config(CONFIGS / "go5_cpu.toml"), eval=EvalConfig(every=0))
-    started = time.monotonic()
     trainer = Trainer(config, tmp_path / "go5")
-    trainer.run(iterations=config.iterations, minutes=2.5, progress=False)
-    assert time.monotonic() - started < 180
+    trainer.run(iterations=120, progress=False)
     evaluator = OnnxEvaluator(tmp_path / "go5" / "latest.onnx")
     rng = np.random.default_rng(2024)
     score = match_score(play_games(trainer.game, greedy_agent(evaluator), random_agent(rng), 100, rng))
