@@ -282,5 +282,17 @@ def test_symmetry_image_is_the_batch_of_the_turned_positions() -> None:
         np.testing.assert_array_equal(image["policy"][:, table[index]], original["policy"])
 
 
+def test_a_go_run_with_symmetries_builds_its_table_and_trains(tmp_path: Path) -> None:
+    go5 = load_config(CONFIGS / "go5_cpu.toml")
+    config = dataclasses.replace(
+        go5, optim=dataclasses.replace(go5.optim, symmetries=True), eval=EvalConfig(every=0)
+    )
+    trainer = Trainer(config, tmp_path / "go5", threads=1)
+    assert trainer.symmetries is not None and trainer.symmetries.shape == (8, 26)
+    record = trainer.step()
+    assert record["iteration"] == 1 and np.isfinite(record["loss"])
+    assert Trainer(countup_config(), tmp_path / "countup", threads=1).symmetries is None
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []

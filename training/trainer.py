@@ -452,6 +452,8 @@ class Trainer:
             if config.selfplay.archive_size
             else None
         )
+        # The augmentation's action permutations, built once (None: no augmentation).
+        self.symmetries = self.game.symmetries() if config.optim.symmetries else None
         resigning = config.selfplay.resign_threshold > 0
         self.slots = GameSlots(
             self.game,
@@ -541,7 +543,7 @@ class Trainer:
             max(1, self.config.optim.batch_size // self.dist.world_size),
             self.config.optim.epochs,
             self.device,
-            self.game.symmetries() if self.config.optim.symmetries else None,
+            self.symmetries,
         )
         self._sync_buffers()
         done = time.monotonic()
