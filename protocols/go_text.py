@@ -7,10 +7,6 @@ JSON summaries) to disk atomically, so a crash never leaves half a file behind.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 from engine.games.go import COLUMNS, GoState
 
 _STONES = {0: ".", 1: "X", -1: "O"}
@@ -28,16 +24,3 @@ def board_text(state: GoState) -> str:
     lines.append(letters)
     lines.append(f"komi {game.komi:g}, {'Black' if state.to_play == 0 else 'White'} to play")
     return "\n".join(lines)
-
-
-def write_file_atomically(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

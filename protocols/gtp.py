@@ -62,7 +62,8 @@ from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from engine.games.sgf import read_sgf, result_text, write_sgf
 from engine.player import DEFAULT_WEIGHTS_DIR, Decision, PlayOptions, Player, model_path_for
 from protocols import go_board
-from protocols.go_text import board_text, write_file_atomically
+from engine.files import write_text_atomically
+from protocols.go_text import board_text
 from protocols.gtp_clock import GameClock, TimeSettings
 from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse, reply_head
 
@@ -533,7 +534,7 @@ class GtpEngine:
         text = write_sgf(self.state)
         if args:
             try:
-                write_file_atomically(args[0], text)
+                write_text_atomically(args[0], text)
             except OSError as error:
                 raise GtpError(f"cannot save file ({error.strerror or error})") from None
             return ""

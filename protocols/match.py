@@ -32,11 +32,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import engine.games
+from engine.files import write_text_atomically
 from engine.games.base import GameFormatError, IllegalMoveError
 from engine.games.go import GoGame
 from engine.games.sgf import write_sgf
 from protocols.engine_process import EngineCrashed, EngineError, EngineTimeout, GtpFailure, GtpProcess
-from protocols.go_text import write_file_atomically
 from protocols.match_stats import MatchSummary
 
 DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
@@ -118,7 +118,7 @@ def run_match(
     margin = score_margin(results)
     if margin is not None:
         report["score_margin"] = margin
-    write_file_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
+    write_text_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
     return summary, results
 
 
@@ -229,7 +229,7 @@ class _GoArena:
         def finish(winner: int | None, reason: str, result: str) -> GameResult:
             name = f"game-{index + 1:03d}.sgf"
             text = write_sgf(state, result=result, black=self.names[seat[0]], white=self.names[seat[1]])
-            write_file_atomically(config.out / name, text)
+            write_text_atomically(config.out / name, text)
             return GameResult(index + 1, first, winner, reason, result, state.move_number, name, clock.per_move())
 
         def forfeit(colour: int, reason: str, failed: bool = False) -> GameResult:
@@ -381,7 +381,7 @@ class _ChessArena:
                 Black=self.names[seat[1]], Result=result, Termination=reason,
             )
             name = f"game-{index + 1:03d}.pgn"
-            write_file_atomically(config.out / name, str(game) + "\n")
+            write_text_atomically(config.out / name, str(game) + "\n")
             return GameResult(index + 1, first, winner, reason, result, board.ply(), name, clock.per_move())
 
         for who in (0, 1):

@@ -35,7 +35,8 @@ from engine.network import (
     POLICY_OUTPUT,
     STATE_VALUE_OUTPUT,
 )
-from training.nets import KlentNet, atomic_target
+from engine.files import atomic_target
+from training.nets import KlentNet
 
 # ONNX opset of exported models: new enough for everything the network uses, old enough for
 # every onnxruntime that pyproject.toml allows (>= 1.17 runs opsets up to 20).

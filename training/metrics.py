@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.files import write_text_atomically
 from engine.games.base import Game, State
 from engine.network import Evaluator
 
@@ -57,12 +58,7 @@ def truncate_metrics(path: str | Path, last_iteration: int) -> None:
     if not path.exists():
         return
     kept = [r for r in read_metrics(path) if r.get("iteration", -1) <= last_iteration]
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, sort_keys=True) + "\n" for r in kept)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_text_atomically(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
 
 
 def _finite(record: dict) -> dict:

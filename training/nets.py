@@ -24,10 +24,6 @@ illegal actions are masked by the evaluators (`training.torch_evaluator`, `engin
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -36,6 +32,7 @@ import torch
 from torch import Tensor, nn
 
 import engine.games
+from engine.files import atomic_target
 from engine.games.base import Game
 from engine.network import ModelMismatchError
 
@@ -181,30 +178,6 @@ class Checkpoint:
 
 class CheckpointError(ValueError):
     """A checkpoint file that cannot be read or does not describe a `KlentNet`."""
-
-
-@contextlib.contextmanager
-def atomic_target(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it over ``path`` once written.
-
-    Readers see the old file or the complete new one, never a torn one.  The data is flushed
-    to disk before the rename, and the file gets mode 0644 (temp files are created 0600).  On
-    an error the temporary file is removed and the old file is left untouched.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        yield tmp
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def save_checkpoint(

@@ -46,6 +46,7 @@ from tqdm import tqdm
 
 import engine.games
 from engine.games.base import Game
+from engine.files import atomic_target, write_text_atomically
 from engine.games.symmetry import dihedral
 from engine.network import OnnxEvaluator, default_threads
 from training import klent
@@ -488,7 +489,7 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             for stale in self.out.glob(".*.tmp"):  # left by a process killed mid-write
                 stale.unlink()
-            _atomic_write(self.out / CONFIG_TOML, config_to_toml(config))  # for people to read
+            write_text_atomically(self.out / CONFIG_TOML, config_to_toml(config))  # for people to read
             truncate_metrics(self.out / METRICS, self.iteration)
             if config.selfplay.evaluator == "onnx":
                 with _random_state_kept():
@@ -607,7 +608,8 @@ class Trainer:
             config_history=self.config_history,
         )
         if evaluate:
-            _atomic_copy(self.out / LATEST_ONNX, self.out / REFERENCE_ONNX)
+            with atomic_target(self.out / REFERENCE_ONNX) as tmp:
+                shutil.copyfile(self.out / LATEST_ONNX, tmp)
 
     # -- pieces ------------------------------------------------------------------------------------
 
@@ -792,18 +794,6 @@ def _random_state_kept() -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         yield
     random.setstate(python_state)
-
-
-def _atomic_write(target: Path, text: str) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
-
-
-def _atomic_copy(source: Path, target: Path) -> None:
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.copyfile(source, tmp)
-    os.replace(tmp, target)
 
 
 def _postfix(record: dict[str, Any]) -> dict[str, str]:

@@ -14,6 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
+from engine.files import atomic_target
 from klent.cli import CommandError
 
 # (metric key, panel title); a run without a key (e.g. no evaluation yet) leaves a gap.
@@ -78,10 +79,8 @@ def write_figure(runs: list[tuple[str, list[dict]]], output: str | os.PathLike[s
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
     output = Path(output)
-    tmp = output.with_name(f".{output.name}.tmp.png")
     try:
-        fig.savefig(tmp, dpi=110)
-        os.replace(tmp, output)
+        with atomic_target(output) as tmp:
+            fig.savefig(tmp, dpi=110)
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
