@@ -101,7 +101,7 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
 
 
 def test_resume_continues_exactly_where_it_stopped(tmp_path: Path) -> None:
-    config = countup_config(eval=EvalConfig(every=3, games=8, opening_plies=1))
+    config = countup_config(eval=EvalConfig(every=3, games=8, opening_plies=1), keep_every=2)
     straight = Trainer(config, tmp_path / "straight", threads=1)
     straight.run(iterations=4, progress=False)
 
@@ -126,6 +126,10 @@ def test_resume_continues_exactly_where_it_stopped(tmp_path: Path) -> None:
     assert "winrate_random" in logs[0][2] and "winrate_random" not in logs[0][3]
     for name in ("latest.onnx", "reference.onnx"):
         OnnxEvaluator(tmp_path / "split" / name)  # loads: a complete klent model
+    snapshots = tmp_path / "split" / "snapshots"  # keep_every = 2, across the resumption
+    assert sorted(p.name for p in snapshots.iterdir()) == ["iteration-000002.onnx", "iteration-000004.onnx"]
+    assert (snapshots / "iteration-000004.onnx").read_bytes() == (tmp_path / "split" / "latest.onnx").read_bytes()
+    OnnxEvaluator(snapshots / "iteration-000002.onnx")
     assert load_config(tmp_path / "split" / "config.toml") == config
 
 

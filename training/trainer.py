@@ -68,6 +68,7 @@ ALGOS = ("klent", "gumbel-az")
 CHECKPOINT = "checkpoint.pt"
 LATEST_ONNX = "latest.onnx"
 REFERENCE_ONNX = "reference.onnx"
+SNAPSHOTS = "snapshots"  # snapshots/iteration-000400.onnx, kept for learning curves
 METRICS = "metrics.jsonl"
 CONFIG_TOML = "config.toml"
 
@@ -110,6 +111,7 @@ class TrainConfig:
     seed: int = 0
     iterations: int = 100  # default stop when neither --iterations nor --minutes is given
     export_every: int = 1  # latest.onnx every n iterations (always when self-play uses ONNX)
+    keep_every: int = 0  # also keep a copy in snapshots/ every n iterations (0: never)
     blocks: int = 6
     channels: int = 64
     preset: str = "klent"  # KLENT ablation preset (training.klent.PRESETS)
@@ -128,6 +130,8 @@ class TrainConfig:
         self.klent_config()  # validate the overrides now, not an hour into the run
         if self.export_every < 1 or self.optim.batch_size < 1 or self.optim.epochs < 1:
             raise ValueError("export_every, batch_size and epochs must be at least 1")
+        if self.keep_every < 0:
+            raise ValueError("keep_every must be 0 (never) or a number of iterations")
         if self.algo != "klent" and self.selfplay.resign_threshold > 0:
             raise ValueError("selfplay.resign_threshold is a KLENT option (gumbel-az never resigns)")
 
@@ -151,6 +155,7 @@ class TrainConfig:
             "seed": self.seed,
             "iterations": self.iterations,
             "export_every": self.export_every,
+            "keep_every": self.keep_every,
             "game_options": dict(self.game_options),
             "net": {"blocks": self.blocks, "channels": self.channels},
             "klent": {"preset": self.preset, **self.klent_overrides},
@@ -168,7 +173,7 @@ class TrainConfig:
             name: dict(data.pop(name, {}))
             for name in ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval")
         }
-        top = {"game", "algo", "seed", "iterations", "export_every"}
+        top = {"game", "algo", "seed", "iterations", "export_every", "keep_every"}
         _reject_unknown("top level", data, top)
         if "game" not in data:
             raise ValueError("the config does not name a game (game = \"go9\")")
@@ -195,6 +200,7 @@ class TrainConfig:
 ADJUSTABLE = (
     "iterations",
     "export_every",
+    "keep_every",
     "optim",
     "eval",
     "selfplay.evaluator",
@@ -580,12 +586,17 @@ class Trainer:
         """Rank 0: export, evaluate, log and checkpoint -- in this order, so that a kill at any
         point leaves the previous checkpoint and a log that `truncate_metrics` repairs."""
         evaluate = self.config.eval.every > 0 and self.iteration % self.config.eval.every == 0
+        keep = self.config.keep_every > 0 and self.iteration % self.config.keep_every == 0
         if (
             evaluate
+            or keep
             or self.config.selfplay.evaluator == "onnx"
             or self.iteration % self.config.export_every == 0
         ):
             self._export()
+        if keep:
+            with atomic_target(self.out / SNAPSHOTS / f"iteration-{self.iteration:06d}.onnx") as tmp:
+                shutil.copyfile(self.out / LATEST_ONNX, tmp)
         if evaluate:
             record.update(self._evaluate())
         append_metrics(self.out / METRICS, record)

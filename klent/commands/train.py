@@ -7,7 +7,7 @@
 The config (TOML, see training/configs/) defines the run; --game, --algo and --preset override
 it for a new run.  A resumed run keeps the configuration stored in its checkpoint, unless
 --config gives one that changes only how the run goes on (the [optim] and [eval] sections,
-export_every, iterations, the self-play evaluator and resignation settings); the checkpoint
+export_every, keep_every, iterations, the self-play evaluator and resignation settings); the checkpoint
 records such changes.
 """
 
