@@ -17,6 +17,7 @@ import torch
 
 from engine.network import OnnxEvaluator
 from klent.cli import main as klent_main
+from klent.commands.plot import run_summary
 from training import klent
 from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
 from training.nets import load_checkpoint
@@ -200,7 +201,7 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "metrics.jsonl" in err and len(err.strip().splitlines()) == 1
 
 
-def test_gumbel_az_and_an_ablation_preset_train_and_plot(tmp_path: Path) -> None:
+def test_gumbel_az_and_an_ablation_preset_train_and_plot(tmp_path: Path, capsys) -> None:
     runs = {
         "gumbel-az": countup_config(
             algo="gumbel-az",
@@ -223,6 +224,25 @@ def test_gumbel_az_and_an_ablation_preset_train_and_plot(tmp_path: Path) -> None
     assert klent_main(["plot", str(tmp_path / "gumbel-az"), str(tmp_path / "one-step"),
                        "-o", str(png)]) == 0
     assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 10_000
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("gumbel-az: iteration 2, ") and "vs random" in printed[0]
+    assert printed[1].startswith("one-step: iteration 2, ") and "CPU-hours," in printed[1]
+    assert "vs random" not in printed[1]  # never evaluated
+
+
+def test_plot_summary_says_from_which_iteration_cpu_was_metered() -> None:
+    records = [
+        {"iteration": 1, "samples": 10, "simulator_evaluations": 40, "wall_seconds": 360.0},
+        {"iteration": 2, "samples": 20, "simulator_evaluations": 80, "wall_seconds": 720.0,
+         "cpu_seconds": 1800.0, "winrate_random": 0.75},
+        {"iteration": 3, "samples": 30, "simulator_evaluations": 120, "wall_seconds": 1080.0,
+         "cpu_seconds": 3600.0},
+    ]
+    assert run_summary(records) == (
+        "iteration 3, 30 samples, 120 simulator evaluations, 1.00 CPU-hours from iteration 2 on, "
+        "0.30 wall hours, vs random 0.75 at iteration 2"
+    )
+    assert "CPU-hours from" not in run_summary(records[1:])  # metered from the start
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,9 @@
 
 One figure, one line per run: win rate against uniform random play and against the previous
 evaluation's model, the losses, and the entropy of pi' -- each against simulator evaluations
-(KLENT paper, appendix B).  Runs are labelled by their folder names.
+(KLENT paper, appendix B).  Runs are labelled by their folder names.  It also prints each
+run's budget so far (iterations, samples, simulator evaluations, CPU and wall hours) and its
+latest evaluation: the figures a model card quotes.
 """
 
 from __future__ import annotations
@@ -46,8 +48,35 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"{folder}: metrics.jsonl holds no complete iteration yet")
         runs.append((Path(folder).resolve().name, records))
     write_figure(runs, args.output)
+    for label, records in runs:
+        print(f"{label}: {run_summary(records)}")
     print(f"wrote {args.output}")
     return 0
+
+
+def run_summary(records: list[dict]) -> str:
+    """One line: how much a run has spent and how its latest evaluation went.
+
+    ``cpu_seconds`` is cumulative from the first iteration the trainer metered (runs begun
+    before it metered CPU lack it earlier), so the line says from which iteration it counts.
+    """
+    last = records[-1]
+    parts = [
+        f"iteration {last['iteration']}",
+        f"{last.get('samples', 0):,} samples",
+        f"{last.get('simulator_evaluations', 0):,} simulator evaluations",
+    ]
+    metered = [r for r in records if r.get("cpu_seconds") is not None]
+    if metered:
+        since = "" if metered[0] is records[0] else f" from iteration {metered[0]['iteration']} on"
+        parts.append(f"{metered[-1]['cpu_seconds'] / 3600:.2f} CPU-hours{since}")
+    if last.get("wall_seconds") is not None:
+        parts.append(f"{last['wall_seconds'] / 3600:.2f} wall hours")
+    evaluated = [r for r in records if r.get("winrate_random") is not None]
+    if evaluated:
+        latest = evaluated[-1]
+        parts.append(f"vs random {latest['winrate_random']:.2f} at iteration {latest['iteration']}")
+    return ", ".join(parts)
 
 
 def write_figure(runs: list[tuple[str, list[dict]]], output: str | os.PathLike[str]) -> None:
