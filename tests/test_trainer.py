@@ -20,15 +20,18 @@ from klent.cli import main as klent_main
 from klent.commands.plot import run_summary
 from training import klent
 from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
-from training.nets import load_checkpoint
-from training.selfplay import SelfPlayConfig
+from training.nets import NetConfig, build_net, load_checkpoint
+from training.selfplay import Samples, SelfPlayConfig
 from engine.games.go import GoGame
 from training.trainer import (
     EvalConfig,
+    OptimConfig,
     Trainer,
     TrainConfig,
     config_changes,
     config_to_toml,
+    fit,
+    klent_batch_loss,
     load_config,
     symmetry_image,
 )
@@ -316,6 +319,52 @@ def test_a_go_run_with_symmetries_builds_its_table_and_trains(tmp_path: Path) ->
     record = trainer.step()
     assert record["iteration"] == 1 and np.isfinite(record["loss"])
     assert Trainer(countup_config(), tmp_path / "countup", threads=1).symmetries is None
+
+
+def _random_go5_samples(count: int, seed: int) -> Samples:
+    game = GoGame(5)
+    rng = np.random.default_rng(seed)
+    policy = rng.dirichlet(np.ones(game.num_actions), count).astype(np.float32)
+    return Samples(
+        obs=rng.integers(0, 2, (count, *game.observation_shape)).astype(np.float32),
+        masks=np.ones((count, game.num_actions), dtype=bool),
+        actions=rng.integers(0, game.num_actions, count),
+        policy=policy,
+        returns=rng.uniform(-1, 1, count).astype(np.float32),
+        value_weight=np.ones(count, dtype=np.float32),
+        simulator_evaluations=0,
+    )
+
+
+def test_bfloat16_fitting_computes_the_float32_losses_to_bfloat16_accuracy() -> None:
+    """The lever changes the arithmetic, not the objective: on the same weights and batches
+    (lr 0, so no step moves them) the bfloat16 losses differ from float32 ones, but only by
+    bfloat16's rounding (8 bits of mantissa, about 0.4 % relative)."""
+    game = GoGame(5)
+    model = build_net(game, NetConfig(blocks=2, channels=16))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0)
+    samples = _random_go5_samples(512, seed=3)
+    losses = {}
+    for precision in ("float32", "bfloat16"):
+        torch.manual_seed(0)  # the same minibatches
+        losses[precision] = fit(model, optimizer, samples, klent_batch_loss, 128, 1, torch.device("cpu"),
+                                autocast=OptimConfig(precision=precision).autocast_dtype())
+    for part in ("policy_loss", "value_loss"):
+        exact, reduced = losses["float32"][part], losses["bfloat16"][part]
+        assert reduced != exact and abs(reduced - exact) <= 0.02 * abs(exact), (part, exact, reduced)
+    with pytest.raises(ValueError, match="precision must be one of float32, bfloat16"):
+        OptimConfig(precision="float16")
+
+
+def test_a_bfloat16_run_trains_and_may_be_switched_on_when_resumed(tmp_path: Path) -> None:
+    config = countup_config(eval=EvalConfig(every=0))
+    Trainer(config, tmp_path / "run", threads=1).run(iterations=1, progress=False)
+    bf16 = dataclasses.replace(config, optim=dataclasses.replace(config.optim, precision="bfloat16"))
+    assert config_changes(config, bf16) == ["optim.precision: float32 -> bfloat16"]
+    trainer = Trainer(bf16, tmp_path / "run", resume=True, threads=1)
+    trainer.run(iterations=3, progress=False)
+    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    assert [r["iteration"] for r in records] == [1, 2, 3] and all(np.isfinite(r["loss"]) for r in records)
 
 
 def _lines(path: Path) -> list[str]:

@@ -77,17 +77,33 @@ CONFIG_TOML = "config.toml"
 # ---------------------------------------------------------------------------------------------
 
 
+# [optim] precision -> the autocast dtype of fitting (None: none).
+PRECISIONS: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.bfloat16}
+
+
 @dataclass(frozen=True)
 class OptimConfig:
     """Adam with the paper's learning rate; ``batch_size`` is the global minibatch and
     ``epochs`` the passes over each iteration's samples (the paper: one).  ``symmetries``
     trains each minibatch on a random image under the game's board symmetries (Go's eight;
-    a no-op for games without any), a sample-efficiency lever measured in benchmarks/RESULTS.md."""
+    a no-op for games without any), a sample-efficiency lever measured in benchmarks/RESULTS.md.
+    ``precision = "bfloat16"`` runs the network's passes while fitting under autocast (weights,
+    optimiser state and losses stay float32): a compute lever for CPUs with AVX-512 BF16 or
+    AMX and for recent GPUs, measured in benchmarks/RESULTS.md; self-play stays float32."""
 
     lr: float = 1e-3
     batch_size: int = 256
     epochs: int = 1
     symmetries: bool = False
+    precision: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"[optim] precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+
+    def autocast_dtype(self) -> torch.dtype | None:
+        """The dtype `fit` autocasts to, or None for plain float32."""
+        return PRECISIONS[self.precision]
 
 
 @dataclass(frozen=True)
@@ -362,12 +378,16 @@ def fit(
     epochs: int,
     device: torch.device,
     symmetries: np.ndarray | None = None,
+    autocast: torch.dtype | None = None,
 ) -> dict[str, float]:
     """Minimise ``loss_fn`` over ``samples`` in shuffled minibatches; mean loss parts.
 
     Minibatches are gathered on the host and moved one at a time, so an iteration's samples
     (millions on the paper's setup) never have to fit in GPU memory.  With ``symmetries`` (a
-    `Game.symmetries` table) each minibatch is replaced by its image under a random one.
+    `Game.symmetries` table) each minibatch is replaced by its image under a random one.  With
+    ``autocast`` (e.g. torch.bfloat16) the network runs in that precision where autocast
+    allows; its outputs are cast back to float32 before the loss, so log-softmax, the KL and
+    the squared errors are float32 sums.
     """
     model.train()
     fields = {
@@ -389,7 +409,9 @@ def fit(
                 chosen = int(torch.randint(len(symmetries), ()).item())
                 arrays = symmetry_image(arrays, chosen, symmetries[chosen])
             batch = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
-            loss, parts = loss_fn(model(batch["obs"]), batch)
+            with torch.autocast(device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
+                outputs = model(batch["obs"])
+            loss, parts = loss_fn(tuple(None if o is None else o.float() for o in outputs), batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -551,6 +573,7 @@ class Trainer:
             self.config.optim.epochs,
             self.device,
             self.symmetries,
+            self.config.optim.autocast_dtype(),
         )
         self._sync_buffers()
         done = time.monotonic()
