@@ -14,6 +14,10 @@ Runtime (latest.onnx exported every iteration) and once through torch (an export
 ``--export-every`` iterations, amortised), so the measurement also says which is faster here.
 
     klent bench training [--game go9] [--blocks 6 --channels 64] [--games 64 --steps 64]
+                         [--precision float32|bfloat16]
+
+The training step per sample is also timed in both precisions of ``[optim] precision``, side by
+side, whatever ``--precision`` the trainer is timed with.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ import numpy as np
 import torch
 
 import engine.games as games
+from engine.games.base import Game
 from engine.network import OnnxEvaluator, default_threads
 from training.export import export_onnx
 from training.nets import NetConfig, build_net
 from training.selfplay import Samples, SelfPlayConfig
 from training.torch_evaluator import TorchEvaluator
-from training.trainer import EvalConfig, OptimConfig, Trainer, TrainConfig, fit, klent_batch_loss
+from training.trainer import PRECISIONS, EvalConfig, OptimConfig, Trainer, TrainConfig, fit, klent_batch_loss
 
 
 def network_bound(config: TrainConfig, repeats: int, threads: int) -> dict[str, float]:
@@ -59,24 +64,30 @@ def network_bound(config: TrainConfig, repeats: int, threads: int) -> dict[str, 
                 evaluator.evaluate_encoded(obs, masks)
             result[f"forward_{name}"] = (time.perf_counter() - start) / (repeats * batch)
     samples_count = config.optim.batch_size * repeats
-    train_obs = rng.integers(0, 2, size=(samples_count, *game.observation_shape)).astype(np.float32)
-    policy = np.full((samples_count, game.num_actions), 1.0 / game.num_actions, dtype=np.float32)
-    samples = Samples(
-        obs=train_obs,
-        masks=np.ones((samples_count, game.num_actions), dtype=bool),
-        actions=rng.integers(0, game.num_actions, samples_count),
-        policy=policy,
-        returns=rng.uniform(-1, 1, samples_count).astype(np.float32),
-        value_weight=np.ones(samples_count, dtype=np.float32),
-        simulator_evaluations=0,
-    )
+    samples = random_samples(game, samples_count, rng)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch_size = config.optim.batch_size
-    fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"))  # warm-up
-    start = time.perf_counter()
-    fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"))
-    result["train"] = (time.perf_counter() - start) / samples_count
+    for precision, dtype in PRECISIONS.items():  # side by side: a ratio in one run
+        fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"), autocast=dtype)
+        start = time.perf_counter()
+        fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"), autocast=dtype)
+        result[f"train_{precision}"] = (time.perf_counter() - start) / samples_count
+    result["train"] = result[f"train_{config.optim.precision}"]
     return result
+
+
+def random_samples(game: Game, count: int, rng: np.random.Generator) -> Samples:
+    """``count`` training samples of random 0/1 planes, all moves legal, random policy targets
+    and returns: what a fitting step costs does not depend on the data."""
+    return Samples(
+        obs=rng.integers(0, 2, size=(count, *game.observation_shape)).astype(np.float32),
+        masks=np.ones((count, game.num_actions), dtype=bool),
+        actions=rng.integers(0, game.num_actions, count),
+        policy=rng.dirichlet(np.ones(game.num_actions), count).astype(np.float32),
+        returns=rng.uniform(-1, 1, count).astype(np.float32),
+        value_weight=np.ones(count, dtype=np.float32),
+        simulator_evaluations=0,
+    )
 
 
 def trainer_throughput(config: TrainConfig, iterations: int, threads: int) -> dict[str, float]:
@@ -113,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--export-every", type=int, default=10,
                         help="iterations between exports with torch self-play")
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--precision", choices=list(PRECISIONS), default="float32",
+                        help="[optim] precision of the timed trainer")
     parser.add_argument("--iterations", type=int, default=3, help="timed trainer iterations")
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--evaluators", nargs="+", default=["onnx", "torch"],
@@ -125,17 +138,19 @@ def main(argv: list[str] | None = None) -> int:
         channels=args.channels,
         export_every=1_000_000,  # torch self-play: export once, at the end of the run
         selfplay=SelfPlayConfig(games=args.games, steps=args.steps, evaluator="torch"),
-        optim=OptimConfig(batch_size=args.batch_size),
+        optim=OptimConfig(batch_size=args.batch_size, precision=args.precision),
         eval=EvalConfig(every=0),
     )
     print(f"{args.game}, {NetConfig(args.blocks, args.channels).arch}, {args.games} games x "
-          f"{args.steps} steps per iteration, batch {args.batch_size}, {args.threads} threads")
+          f"{args.steps} steps per iteration, batch {args.batch_size}, {args.threads} threads, "
+          f"fitting in {args.precision}")
     bound = network_bound(base, repeats=10, threads=args.threads)
     best_forward = min(bound["forward_onnx"], bound["forward_torch"])
     limit = 1.0 / (best_forward + bound["train"])
     print(f"  forward per state: onnx {bound['forward_onnx'] * 1e6:.0f} us, "
           f"torch {bound['forward_torch'] * 1e6:.0f} us; train step per sample "
-          f"{bound['train'] * 1e6:.0f} us")
+          f"{bound['train_float32'] * 1e6:.0f} us in float32, {bound['train_bfloat16'] * 1e6:.0f} us "
+          f"in bfloat16 ({bound['train_float32'] / bound['train_bfloat16']:.2f}x)")
     print(f"  network bound: {limit:.0f} simulator evaluations/s")
     ok = True
     for name in args.evaluators:

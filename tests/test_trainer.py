@@ -16,12 +16,13 @@ import pytest
 import torch
 
 from engine.network import OnnxEvaluator
+from benchmarks.training import random_samples
 from klent.cli import main as klent_main
 from klent.commands.plot import run_summary
 from training import klent
 from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
 from training.nets import NetConfig, build_net, load_checkpoint
-from training.selfplay import Samples, SelfPlayConfig
+from training.selfplay import SelfPlayConfig
 from engine.games.go import GoGame
 from training.trainer import (
     EvalConfig,
@@ -321,21 +322,6 @@ def test_a_go_run_with_symmetries_builds_its_table_and_trains(tmp_path: Path) ->
     assert Trainer(countup_config(), tmp_path / "countup", threads=1).symmetries is None
 
 
-def _random_go5_samples(count: int, seed: int) -> Samples:
-    game = GoGame(5)
-    rng = np.random.default_rng(seed)
-    policy = rng.dirichlet(np.ones(game.num_actions), count).astype(np.float32)
-    return Samples(
-        obs=rng.integers(0, 2, (count, *game.observation_shape)).astype(np.float32),
-        masks=np.ones((count, game.num_actions), dtype=bool),
-        actions=rng.integers(0, game.num_actions, count),
-        policy=policy,
-        returns=rng.uniform(-1, 1, count).astype(np.float32),
-        value_weight=np.ones(count, dtype=np.float32),
-        simulator_evaluations=0,
-    )
-
-
 def test_bfloat16_fitting_computes_the_float32_losses_to_bfloat16_accuracy() -> None:
     """The lever changes the arithmetic, not the objective: on the same weights and batches
     (lr 0, so no step moves them) the bfloat16 losses differ from float32 ones, but only by
@@ -343,7 +329,7 @@ def test_bfloat16_fitting_computes_the_float32_losses_to_bfloat16_accuracy() -> 
     game = GoGame(5)
     model = build_net(game, NetConfig(blocks=2, channels=16))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.0)
-    samples = _random_go5_samples(512, seed=3)
+    samples = random_samples(game, 512, np.random.default_rng(3))
     losses = {}
     for precision in ("float32", "bfloat16"):
         torch.manual_seed(0)  # the same minibatches
