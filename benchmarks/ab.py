@@ -8,7 +8,13 @@ deterministic players do not repeat the same two games; colours alternate.  Prin
 model's wins, losses and draws, its win rate with a Wilson 95% interval and the Elo
 difference.
 
+Greedy play between weak models is not transitive, and one snapshot's strength swings from
+one export to the next, so a single opponent can mislead.  Given several opponents (a pool of
+fixed references, e.g. earlier snapshots of a run), the first model plays ``--games`` against
+each, and the pooled result is printed after the per-opponent ones.
+
     klent bench ab runs/ab/s1/latest.onnx runs/ab/s0/latest.onnx --games 400
+    klent bench ab runs/go9/latest.onnx runs/go9/snapshots/*.onnx --games 200
 """
 
 from __future__ import annotations
@@ -38,17 +44,26 @@ def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="klent bench ab", description=__doc__.split("\n")[0])
     parser.add_argument("first", type=Path, help="ONNX model the summary is about")
-    parser.add_argument("second", type=Path, help="ONNX model it plays against")
-    parser.add_argument("--games", type=int, default=400, help="games, colours alternating")
+    parser.add_argument("second", type=Path, nargs="+", help="ONNX model(s) it plays against")
+    parser.add_argument("--games", type=int, default=400, help="games per opponent, colours alternating")
     parser.add_argument("--opening-plies", type=int, default=4, help="random moves at the start of each game")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    for path in (args.first, args.second):
+    for path in (args.first, *args.second):
         if not path.is_file():
             parser.error(f"no model file {str(path)!r}")
     if args.games < 1:
         parser.error("--games must be at least 1")
-    print(f"{args.first} vs {args.second}: {args.games} games, {args.opening_plies} random opening plies")
-    summary = head_to_head(args.first, args.second, args.games, args.opening_plies, args.seed)
-    print(summary.text())
+    summaries = []
+    for opponent in args.second:
+        print(f"{args.first} vs {opponent}: {args.games} games, {args.opening_plies} random opening plies")
+        summaries.append(head_to_head(args.first, opponent, args.games, args.opening_plies, args.seed))
+        print(summaries[-1].text())
+    if len(summaries) > 1:
+        pooled = MatchSummary.from_counts(
+            wins=sum(s.wins for s in summaries),
+            losses=sum(s.losses for s in summaries),
+            draws=sum(s.draws for s in summaries),
+        )
+        print(f"pooled over {len(summaries)} opponents: {pooled.text()}")
     return 0

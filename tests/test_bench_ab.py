@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,16 @@ def test_command_line_prints_the_summary(untrained_model, capsys: pytest.Capture
     assert "4 games: +" in out and "win rate" in out and "Elo difference" in out
     with pytest.raises(SystemExit):
         main(["missing.onnx", untrained_model("go9")])
+
+
+def test_a_pool_of_opponents_is_reported_one_by_one_and_pooled(
+    untrained_model, capsys: pytest.CaptureFixture[str]
+) -> None:
+    untrained = untrained_model("go9")
+    assert main([untrained, str(SHIPPED_GO9), untrained, "--games", "6", "--opening-plies", "2"]) == 0
+    out = capsys.readouterr().out
+    counts = [tuple(map(int, m)) for m in re.findall(r"(\d+) games: \+(\d+) -(\d+) =(\d+)", out)]
+    assert len(counts) == 3 and counts[0][0] == counts[1][0] == 6  # two opponents, then the pool
+    assert counts[2] == tuple(a + b for a, b in zip(counts[0], counts[1]))
+    assert "pooled over 2 opponents: 12 games" in out
+    assert counts[0][1] < 6  # the untrained model does not sweep the shipped one
