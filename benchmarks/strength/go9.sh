@@ -3,22 +3,37 @@
 # reactive play and Gumbel search at 64, 200 and 800 simulations per move, colours alternating.
 # Each setting's summary.json holds the win rate, its Wilson 95% interval and both engines'
 # seconds per move.  Settings may be chosen with SETTINGS (e.g. SETTINGS="reactive 800").
+# JOBS=2 plays two settings at a time, klent with one ONNX Runtime thread each (a match keeps
+# about one core busy: the two engines take turns), so the seconds per move are one core's.
 #
-#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx bash benchmarks/strength/go9.sh
+#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [JOBS=2] bash benchmarks/strength/go9.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GAMES=${GAMES:-100}
 LEVEL=${LEVEL:-10}
 MODEL=${MODEL:-weights/go9.onnx}
 SETTINGS=${SETTINGS:-"reactive 64 200 800"}
+JOBS=${JOBS:-1}
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
+threads=""
+if [ "$JOBS" -gt 1 ]; then threads="--threads 1"; fi
 mkdir -p runs/strength
-for setting in $SETTINGS; do
+
+play_setting() {
+  local setting=$1 play out
   if [ "$setting" = reactive ]; then play="--mode reactive"; else play="--mode search --simulations $setting"; fi
   out=runs/strength/go9-$setting-level$LEVEL
   echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
   .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" \
-    --engine1 ".venv/bin/klent gtp --model $MODEL $play --resign-threshold 0" \
+    --engine1 ".venv/bin/klent gtp --model $MODEL $play $threads --resign-threshold 0" \
     --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" > "$out.log" 2>&1
-  tail -n 3 "$out.log"
+  echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"
+}
+
+running=0
+for setting in $SETTINGS; do
+  play_setting "$setting" &
+  running=$((running + 1))
+  if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
 done
+wait
