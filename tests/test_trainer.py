@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -143,11 +144,18 @@ def test_a_resumed_run_may_change_how_it_goes_on_but_not_what_it_is(tmp_path: Pa
     Trainer(config, tmp_path / "run", threads=1).run(iterations=1, progress=False)
     faster = dataclasses.replace(config, optim=dataclasses.replace(config.optim, lr=3e-4), export_every=5)
     assert config_changes(config, faster) == ["export_every: 100 -> 5", "optim.lr: 0.01 -> 0.0003"]
+    shutil.copytree(tmp_path / "run", tmp_path / "same")
     resumed = Trainer(faster, tmp_path / "run", resume=True, threads=1)
+    assert [group["lr"] for group in resumed.optimizer.param_groups] == [3e-4]  # not the saved 0.01
     resumed.run(iterations=2, progress=False)
     saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt").extra
     assert saved["config_history"] == [{"iteration": 1, "changes": config_changes(config, faster)}]
+    assert saved["optimizer"]["param_groups"][0]["lr"] == 3e-4
     assert load_config(tmp_path / "run" / "config.toml") == faster
+    # The new lr changes the weights: the same resumption without it ends elsewhere.
+    Trainer(config, tmp_path / "same", resume=True, threads=1).run(iterations=2, progress=False)
+    a, b = weights(tmp_path / "run" / "checkpoint.pt"), weights(tmp_path / "same" / "checkpoint.pt")
+    assert any(not torch.equal(a[k], b[k]) for k in a)
 
     bigger = dataclasses.replace(faster, channels=faster.channels * 2, seed=5)
     with pytest.raises(ValueError, match="cannot change net.channels, seed "):

@@ -730,6 +730,8 @@ class Trainer:
             )
         self.model.load_state_dict(checkpoint.model.state_dict())
         self.optimizer.load_state_dict(checkpoint.extra["optimizer"])
+        for group in self.optimizer.param_groups:  # the state dict brings the saved lr back;
+            group["lr"] = self.config.optim.lr  # a resumption's [optim] lr is the one to use
         counters = checkpoint.extra["counters"]
         self.iteration = counters["iteration"]
         self.simulator_evaluations = counters["simulator_evaluations"]
