@@ -45,8 +45,8 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 import engine.games
-from engine.games.base import Game
 from engine.files import atomic_target, write_text_atomically
+from engine.games.base import Game
 from engine.games.symmetry import dihedral
 from engine.network import OnnxEvaluator, default_threads
 from training import klent
