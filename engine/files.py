@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,3 +45,9 @@ def write_text_atomically(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` through :func:`atomic_target`."""
     with atomic_target(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def copy_atomically(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Copy the file ``source`` to ``path`` through :func:`atomic_target`."""
+    with atomic_target(path) as tmp:
+        shutil.copyfile(source, tmp)

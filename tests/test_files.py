@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.files import atomic_target, write_text_atomically
+from engine.files import atomic_target, copy_atomically, write_text_atomically
 
 
 def test_write_replaces_the_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
@@ -38,3 +38,11 @@ def test_the_temporary_file_keeps_the_suffix_and_folder(tmp_path: Path) -> None:
         assert tmp.suffix == ".png" and tmp.parent == tmp_path
         tmp.write_bytes(b"png")
     assert (tmp_path / "curve.png").read_bytes() == b"png"
+
+
+def test_copy_atomically_copies_the_bytes_into_new_folders(tmp_path: Path) -> None:
+    source = tmp_path / "latest.onnx"
+    source.write_bytes(bytes(range(256)) * 4)
+    copy_atomically(source, tmp_path / "snapshots" / "iteration-000100.onnx")
+    assert (tmp_path / "snapshots" / "iteration-000100.onnx").read_bytes() == source.read_bytes()
+    assert os.listdir(tmp_path / "snapshots") == ["iteration-000100.onnx"]

@@ -27,7 +27,6 @@ import json
 import math
 import os
 import random
-import shutil
 import time
 try:
     import tomllib
@@ -45,7 +44,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 import engine.games
-from engine.files import atomic_target, write_text_atomically
+from engine.files import copy_atomically, write_text_atomically
 from engine.games.base import Game
 from engine.games.symmetry import dihedral
 from engine.network import OnnxEvaluator, default_threads
@@ -618,8 +617,7 @@ class Trainer:
         ):
             self._export()
         if keep:
-            with atomic_target(self.out / SNAPSHOTS / f"iteration-{self.iteration:06d}.onnx") as tmp:
-                shutil.copyfile(self.out / LATEST_ONNX, tmp)
+            copy_atomically(self.out / LATEST_ONNX, self.out / SNAPSHOTS / f"iteration-{self.iteration:06d}.onnx")
         if evaluate:
             record.update(self._evaluate())
         append_metrics(self.out / METRICS, record)
@@ -642,8 +640,7 @@ class Trainer:
             config_history=self.config_history,
         )
         if evaluate:
-            with atomic_target(self.out / REFERENCE_ONNX) as tmp:
-                shutil.copyfile(self.out / LATEST_ONNX, tmp)
+            copy_atomically(self.out / LATEST_ONNX, self.out / REFERENCE_ONNX)
 
     # -- pieces ------------------------------------------------------------------------------------
 
