@@ -146,11 +146,11 @@ def test_a_resumed_run_may_change_how_it_goes_on_but_not_what_it_is(tmp_path: Pa
     assert config_changes(config, faster) == ["export_every: 100 -> 5", "optim.lr: 0.01 -> 0.0003"]
     shutil.copytree(tmp_path / "run", tmp_path / "same")
     resumed = Trainer(faster, tmp_path / "run", resume=True, threads=1)
-    assert [group["lr"] for group in resumed.optimizer.param_groups] == [3e-4]  # not the saved 0.01
     resumed.run(iterations=2, progress=False)
     saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt").extra
     assert saved["config_history"] == [{"iteration": 1, "changes": config_changes(config, faster)}]
-    assert saved["optimizer"]["param_groups"][0]["lr"] == 3e-4
+    assert saved["optimizer"]["param_groups"][0]["lr"] == 3e-4  # not the 0.01 the state dict held
+    assert [r["lr"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [0.01, 3e-4]
     assert load_config(tmp_path / "run" / "config.toml") == faster
     # The new lr changes the weights: the same resumption without it ends elsewhere.
     Trainer(config, tmp_path / "same", resume=True, threads=1).run(iterations=2, progress=False)
@@ -160,6 +160,22 @@ def test_a_resumed_run_may_change_how_it_goes_on_but_not_what_it_is(tmp_path: Pa
     bigger = dataclasses.replace(faster, channels=faster.channels * 2, seed=5)
     with pytest.raises(ValueError, match="cannot change net.channels, seed "):
         Trainer(bigger, tmp_path / "run", resume=True, threads=1)
+
+
+def test_lr_schedule_steps_the_learning_rate_at_its_iterations(tmp_path: Path) -> None:
+    optim = OptimConfig(lr=1e-3, lr_schedule=[[2, 3e-4], [4, 1e-4]])
+    assert optim.lr_schedule == ((2, 3e-4), (4, 1e-4))
+    assert [optim.lr_after(done) for done in range(6)] == [1e-3, 1e-3, 3e-4, 3e-4, 1e-4, 1e-4]
+    for bad in ([[3, 1e-4], [2, 3e-4]], [[0, 1e-4]], [[2, 1e-4], [2, 3e-5]], [[2, -1.0]], [2, 1e-4]):
+        with pytest.raises(ValueError, match="lr_schedule|learning rates"):
+            OptimConfig(lr_schedule=bad)
+
+    config = countup_config(optim=dataclasses.replace(countup_config().optim, lr_schedule=((2, 1e-3),)))
+    Trainer(config, tmp_path / "run", threads=1).run(iterations=3, progress=False)
+    assert [r["lr"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [0.01, 0.01, 1e-3]
+    assert load_config(tmp_path / "run" / "config.toml") == config  # the TOML round trip
+    saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt").extra
+    assert saved["optimizer"]["param_groups"][0]["lr"] == 1e-3
 
 
 def test_sigkill_mid_iteration_leaves_a_resumable_run(tmp_path: Path) -> None:

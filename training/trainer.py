@@ -88,9 +88,13 @@ class OptimConfig:
     a no-op for games without any), a sample-efficiency lever measured in benchmarks/RESULTS.md.
     ``precision = "bfloat16"`` runs the network's passes while fitting under autocast (weights,
     optimiser state and losses stay float32): a compute lever for CPUs with AVX-512 BF16 or
-    AMX and for recent GPUs, measured in benchmarks/RESULTS.md; self-play stays float32."""
+    AMX and for recent GPUs, measured in benchmarks/RESULTS.md; self-play stays float32.
+    ``lr_schedule`` lists ``[iteration, lr]`` steps: once a run has done that many iterations
+    it fits with that learning rate (``lr`` before the first step), so a planned decay runs
+    unattended and stays written in the run's config."""
 
     lr: float = 1e-3
+    lr_schedule: tuple[tuple[int, float], ...] = ()
     batch_size: int = 256
     epochs: int = 1
     symmetries: bool = False
@@ -99,6 +103,20 @@ class OptimConfig:
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
             raise ValueError(f"[optim] precision must be one of {', '.join(PRECISIONS)}, not {self.precision!r}")
+        try:
+            steps = tuple((int(at), float(lr)) for at, lr in self.lr_schedule)
+        except (TypeError, ValueError):
+            raise ValueError("[optim] lr_schedule must be a list of [iteration, lr] pairs") from None
+        iterations = [at for at, _ in steps]
+        if any(at < 1 for at in iterations) or iterations != sorted(set(iterations)):
+            raise ValueError("[optim] lr_schedule iterations must be positive and increasing")
+        if any(lr <= 0 for lr in (self.lr, *(lr for _, lr in steps))):
+            raise ValueError("[optim] learning rates must be positive")
+        object.__setattr__(self, "lr_schedule", steps)  # TOML gives lists; compare as tuples
+
+    def lr_after(self, iterations: int) -> float:
+        """The learning rate of the iteration that follows ``iterations`` done ones."""
+        return next((lr for at, lr in reversed(self.lr_schedule) if iterations >= at), self.lr)
 
     def autocast_dtype(self) -> torch.dtype | None:
         """The dtype `fit` autocasts to, or None for plain float32."""
@@ -563,6 +581,9 @@ class Trainer:
         cpu_tick = time.process_time()
         samples = self._collect()
         tock = time.monotonic()
+        lr = self.config.optim.lr_after(self.iteration)
+        for group in self.optimizer.param_groups:  # a resumption's [optim] may have changed it
+            group["lr"] = lr
         parts = fit(
             self.ddp,
             self.optimizer,
@@ -588,6 +609,7 @@ class Trainer:
             "simulator_evaluations": self.simulator_evaluations,
             "samples": self.samples_seen,
             **means,
+            "lr": lr,
             "selfplay_seconds": tock - tick,
             "train_seconds": done - tock,
             "samples_per_second": totals[1] / (done - tick),
@@ -726,9 +748,7 @@ class Trainer:
                 f"{self.out} was trained by {len(processes)} process(es); resume it with as many"
             )
         self.model.load_state_dict(checkpoint.model.state_dict())
-        self.optimizer.load_state_dict(checkpoint.extra["optimizer"])
-        for group in self.optimizer.param_groups:  # the state dict brings the saved lr back;
-            group["lr"] = self.config.optim.lr  # a resumption's [optim] lr is the one to use
+        self.optimizer.load_state_dict(checkpoint.extra["optimizer"])  # `step` sets the lr
         counters = checkpoint.extra["counters"]
         self.iteration = counters["iteration"]
         self.simulator_evaluations = counters["simulator_evaluations"]
