@@ -174,6 +174,8 @@ def test_lr_schedule_steps_the_learning_rate_at_its_iterations(tmp_path: Path) -
     Trainer(config, tmp_path / "run", threads=1).run(iterations=3, progress=False)
     assert [r["lr"] for r in read_metrics(tmp_path / "run" / "metrics.jsonl")] == [0.01, 0.01, 1e-3]
     assert load_config(tmp_path / "run" / "config.toml") == config  # the TOML round trip
+    later = dataclasses.replace(config, optim=dataclasses.replace(config.optim, lr_schedule=((2, 1e-3), (9, 1e-4))))
+    assert config_changes(config, later) == ["optim.lr_schedule: [[2, 0.001]] -> [[2, 0.001], [9, 0.0001]]"]
     saved = load_checkpoint(tmp_path / "run" / "checkpoint.pt").extra
     assert saved["optimizer"]["param_groups"][0]["lr"] == 1e-3
 

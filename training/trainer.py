@@ -255,7 +255,10 @@ def config_changes(old: TrainConfig, new: TrainConfig) -> list[str]:
             f"a resumed run cannot change {', '.join(fixed)} (only {', '.join(ADJUSTABLE)}); "
             "start a new run for that"
         )
-    return [f"{k}: {before.get(k)} -> {after.get(k)}" for k in changed]
+    def shown(value: Any) -> Any:  # sequences as in the TOML file, not as Python tuples
+        return json.dumps(value) if isinstance(value, (list, tuple)) else value
+
+    return [f"{k}: {shown(before.get(k))} -> {shown(after.get(k))}" for k in changed]
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
