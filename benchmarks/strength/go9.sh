@@ -2,7 +2,9 @@
 # Strength of a 9x9 Go model against GNU Go 3.8 (Chinese rules, komi 7.5) through `klent match`:
 # reactive play and Gumbel search at 64, 200 and 800 simulations per move, colours alternating.
 # Each setting's summary.json holds the win rate, its Wilson 95% interval and both engines'
-# seconds per move.  Settings may be chosen with SETTINGS (e.g. SETTINGS="reactive 800").
+# seconds per move.  Settings may be chosen with SETTINGS (e.g. SETTINGS="reactive 800"); a
+# setting such as 1s searches for that many seconds per move, as many simulations as fit (the
+# issue's goal is stated per second of this machine, not per simulation count).
 # JOBS=2 plays two settings at a time, klent with one ONNX Runtime thread each (a match keeps
 # about one core busy: the two engines take turns), so the seconds per move are one core's.
 #
@@ -21,7 +23,11 @@ mkdir -p runs/strength
 
 play_setting() {
   local setting=$1 play out
-  if [ "$setting" = reactive ]; then play="--mode reactive"; else play="--mode search --simulations $setting"; fi
+  case $setting in
+    reactive) play="--mode reactive" ;;
+    *s) play="--mode search --time ${setting%s} --simulations 1000000" ;;
+    *) play="--mode search --simulations $setting" ;;
+  esac
   out=runs/strength/go9-$setting-level$LEVEL
   echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
   .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" \
