@@ -41,6 +41,15 @@ def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed
     )
 
 
+def pooled(summaries: list[MatchSummary]) -> MatchSummary:
+    """One summary of all the games of ``summaries`` (one model against several opponents)."""
+    return MatchSummary.from_counts(
+        wins=sum(s.wins for s in summaries),
+        losses=sum(s.losses for s in summaries),
+        draws=sum(s.draws for s in summaries),
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="klent bench ab", description=__doc__.split("\n")[0])
     parser.add_argument("first", type=Path, help="ONNX model the summary is about")
@@ -60,10 +69,5 @@ def main(argv: list[str] | None = None) -> int:
         summaries.append(head_to_head(args.first, opponent, args.games, args.opening_plies, args.seed))
         print(summaries[-1].text())
     if len(summaries) > 1:
-        pooled = MatchSummary.from_counts(
-            wins=sum(s.wins for s in summaries),
-            losses=sum(s.losses for s in summaries),
-            draws=sum(s.draws for s in summaries),
-        )
-        print(f"pooled over {len(summaries)} opponents: {pooled.text()}")
+        print(f"pooled over {len(summaries)} opponents: {pooled(summaries).text()}")
     return 0

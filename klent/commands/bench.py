@@ -13,6 +13,7 @@ BENCHMARKS = {
     "training": "self-play + training throughput vs the network-only bound",
     "server": "HTTP requests/s and latency with request batching vs one at a time",
     "ab": "head-to-head of two trained models (training A/B runs)",
+    "slope": "a training run's snapshots against a fixed pool of references",
 }
 
 
