@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from benchmarks.ab import head_to_head, pooled
+from engine.network import OnnxEvaluator
 
 SNAPSHOT = re.compile(r"iteration-(\d+)\.onnx")
 
@@ -31,8 +32,10 @@ def snapshots(run: Path, since: int) -> list[tuple[str, Path]]:
         if (match := SNAPSHOT.fullmatch(path.name))
     )
     chosen = [(f"{iteration:,}", path) for iteration, path in found if iteration > since]
-    if (run / "latest.onnx").is_file():
-        chosen.append(("latest", run / "latest.onnx"))
+    latest = run / "latest.onnx"
+    if latest.is_file():
+        iterations = OnnxEvaluator(latest).info.training.get("iterations")
+        chosen.append((f"{int(iterations):,} (latest)" if iterations else "latest", latest))
     return chosen
 
 

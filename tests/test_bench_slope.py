@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.slope import main, snapshots
+from engine.network import OnnxEvaluator
 
 SHIPPED_GO9 = Path(__file__).resolve().parents[1] / "weights" / "go9.onnx"
+LATEST = f"{int(OnnxEvaluator(SHIPPED_GO9).info.training['iterations']):,} (latest)"
 
 
 def fake_run(folder: Path, untrained: str) -> Path:
@@ -25,8 +27,8 @@ def fake_run(folder: Path, untrained: str) -> Path:
 
 def test_snapshots_are_taken_in_iteration_order_after_since_then_latest(tmp_path: Path, untrained_model) -> None:
     run = fake_run(tmp_path / "run", untrained_model("go9"))
-    assert [label for label, _ in snapshots(run, 0)] == ["100", "200", "300", "latest"]
-    assert [label for label, _ in snapshots(run, 100)] == ["200", "300", "latest"]
+    assert [label for label, _ in snapshots(run, 0)] == ["100", "200", "300", LATEST]
+    assert [label for label, _ in snapshots(run, 100)] == ["200", "300", LATEST]
 
 
 def test_each_snapshot_gets_a_row_pooled_over_the_references(
@@ -36,11 +38,11 @@ def test_each_snapshot_gets_a_row_pooled_over_the_references(
     run = fake_run(tmp_path / "run", untrained)
     reference = run / "snapshots" / "iteration-000100.onnx"  # a pool member is not a row
     assert main([str(run), "--pool", str(reference), untrained, "--games", "10", "--seed", "3"]) == 0
-    rows = re.findall(r"^\| ([\w,]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \| (\d+) \|$", capsys.readouterr().out, re.M)
-    assert [row[0] for row in rows] == ["200", "300", "latest"]
+    rows = re.findall(r"^\| ([\w, ()]+) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \| (\d+) \|$", capsys.readouterr().out, re.M)
+    assert [row[0] for row in rows] == ["200", "300", LATEST]
     assert all(row[4] == "20" for row in rows)
     rates = {row[0]: float(row[1]) for row in rows}
-    assert rates["200"] == rates["latest"] > 0.75  # the trained model, the same games both times
+    assert rates["200"] == rates[LATEST] > 0.75  # the trained model, the same games both times
     assert rates["300"] < rates["200"]  # an untrained model against copies of itself
     for label, rate, low, high, _ in rows:
         assert float(low) <= float(rate) <= float(high)
