@@ -19,10 +19,16 @@ Rules of the arena:
   ``Limit(time=T)``).  A crashed engine is restarted for the next game.
 * Chess results come from the rules (python-chess, draws by threefold repetition and the
   50-move rule claimed); a game reaching the move cap is adjudicated a draw.
+
+Two engines that choose their moves deterministically replay the same game whenever they meet
+with the same colours, and a Wilson interval over such repeats claims more than the games show.
+Each result therefore carries a digest of its move sequence, and the summary counts the
+distinct games.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -69,6 +75,13 @@ class GameResult:
     moves: int
     record: str  # file name of the SGF / PGN
     seconds_per_move: list[float] = field(default_factory=lambda: [0.0, 0.0])
+    digest: str = ""  # of who moved first and the moves: equal digests are the same game
+
+
+def game_digest(first: int, moves: list[str]) -> str:
+    """A short fingerprint of a game: which engine moved first and the moves in order."""
+    text = f"{first} " + " ".join(moves)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class _Clock:
@@ -114,6 +127,7 @@ def run_match(
         "summary": summary.to_json(),
         "seconds_per_move": _mean_seconds(results),
         "reasons": _reasons(results),
+        "distinct_games": distinct_games(results),
     }
     margin = score_margin(results)
     if margin is not None:
@@ -149,6 +163,11 @@ def score_margin(results: list[GameResult]) -> dict[str, float | int] | None:
     if not margins:
         return None
     return {"games": len(margins), "mean": sum(margins) / len(margins)}
+
+
+def distinct_games(results: list[GameResult]) -> int:
+    """How many of the games differ in who moved first or in any move."""
+    return len({r.digest for r in results})
 
 
 def _mean_seconds(results: list[GameResult]) -> list[float]:
@@ -230,7 +249,9 @@ class _GoArena:
             name = f"game-{index + 1:03d}.sgf"
             text = write_sgf(state, result=result, black=self.names[seat[0]], white=self.names[seat[1]])
             write_text_atomically(config.out / name, text)
-            return GameResult(index + 1, first, winner, reason, result, state.move_number, name, clock.per_move())
+            digest = game_digest(first, [str(action) for action in state.moves()])
+            return GameResult(index + 1, first, winner, reason, result, state.move_number, name,
+                              clock.per_move(), digest)
 
         def forfeit(colour: int, reason: str, failed: bool = False) -> GameResult:
             if failed:
@@ -382,7 +403,9 @@ class _ChessArena:
             )
             name = f"game-{index + 1:03d}.pgn"
             write_text_atomically(config.out / name, str(game) + "\n")
-            return GameResult(index + 1, first, winner, reason, result, board.ply(), name, clock.per_move())
+            digest = game_digest(first, [move.uci() for move in board.move_stack])
+            return GameResult(index + 1, first, winner, reason, result, board.ply(), name,
+                              clock.per_move(), digest)
 
         for who in (0, 1):
             try:

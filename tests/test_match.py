@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from engine.games.sgf import read_sgf
-from protocols.match import GameResult, score_margin
+from protocols.match import GameResult, distinct_games, game_digest, score_margin
 from protocols.match_stats import MatchSummary, elo_difference, wilson_interval
 
 
@@ -62,6 +62,38 @@ def test_score_margin_is_from_the_first_engines_view_over_scored_games() -> None
     assert score_margin(results[4:]) is None
 
 
+def test_distinct_games_tell_repeats_by_first_mover_and_moves() -> None:
+    def game(first: int, moves: list[str]) -> GameResult:
+        return GameResult(game=0, first=first, winner=0, reason="", result="B+1", moves=len(moves),
+                          record="", digest=game_digest(first, moves))
+
+    results = [game(0, ["D4", "E5"]), game(1, ["D4", "E5"]), game(0, ["D4", "E5"]), game(0, ["D4", "E6"]),
+               game(0, ["D4", "E5", "pass"])]
+    assert distinct_games(results) == 4  # the third repeats the first; the others differ
+    assert game_digest(0, ["e2e4"]) == game_digest(0, ["e2e4"]) != game_digest(0, ["e2e3"])
+
+
+def test_match_between_deterministic_engines_reports_its_repeated_games(
+    untrained_model, gnugo_path, tmp_path
+) -> None:
+    """Greedy play against greedy play repeats the game of each colour assignment: 2 of 4."""
+    model = untrained_model("go9")
+    ours = f"{sys.executable} -m klent gtp --model {model} --mode reactive --resign-threshold 0"
+    out = tmp_path / "match"
+    completed = subprocess.run(
+        [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", ours, "--game", "go9",
+         "--games", "4", "--max-moves", "30", "--referee", f"{gnugo_path} --mode gtp --chinese-rules",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "2 distinct games of 4" in completed.stdout
+    assert json.loads((out / "summary.json").read_text())["distinct_games"] == 2
+    games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert games[0]["digest"] == games[2]["digest"] != games[1]["digest"] == games[3]["digest"]
+    assert (out / "game-001.sgf").read_text() == (out / "game-003.sgf").read_text()
+
+
 def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     untrained_model, gnugo_path, tmp_path
 ) -> None:
@@ -80,6 +112,8 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     report = json.loads((out / "summary.json").read_text())
     assert report["summary"]["games"] == 2
     assert "mean score margin" in completed.stdout
+    assert report["distinct_games"] == len({json.loads(line)["digest"]
+                                            for line in (out / "games.jsonl").read_text().splitlines()})
     games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
     names = report["engine_names"]
     assert names[0].startswith("klent") and names[1].startswith("GNU Go")
@@ -93,6 +127,7 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
         assert len(record.moves) == g["moves"] and record.final.is_terminal
         assert record.result == g["result"] and record.game.komi == 7.5
         assert record.black == names[g["first"]] and record.white == names[1 - g["first"]]
+        assert g["digest"] == game_digest(g["first"], [str(a) for a in record.moves])
         winner_colour = None if g["result"] == "0" else "BW".index(g["result"][0])
         expected = None if winner_colour is None else (g["first"] if winner_colour == 0 else 1 - g["first"])
         assert g["winner"] == expected

@@ -25,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from protocols.match import game_digest
 from protocols.uci import NODE_BYTES, centipawns, wdl
 
 START = chess.Board()
@@ -524,6 +525,7 @@ def test_klent_match_against_stockfish(command: list[str], stockfish_path: str, 
             assert move in board.legal_moves
             board.push(move)
         assert board.ply() == record["moves"]
+        assert record["digest"] == game_digest(record["first"], [move.uci() for move in board.move_stack])
 
 
 def test_klent_match_refuses_an_unknown_uci_option(command: list[str], stockfish_path: str, tmp_path) -> None:

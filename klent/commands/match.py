@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from protocols.engine_process import EngineError
-    from protocols.match import MatchConfig, format_result_line, run_match, score_margin
+    from protocols.match import MatchConfig, distinct_games, format_result_line, run_match, score_margin
 
     if args.games < 1:
         raise CommandError("--games must be >= 1")
@@ -88,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     print(summary.text())
+    distinct = distinct_games(results)
+    if distinct < len(results):
+        print(f"{distinct} distinct games of {len(results)}: the engines repeated games, and the "
+              "interval above counts every repeat as a new game")
     margin = score_margin(results)
     if margin is not None:
         print(f"mean score margin {margin['mean']:+.1f} points over {margin['games']} scored games")
