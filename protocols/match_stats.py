@@ -24,7 +24,11 @@ def wilson_interval(score: float, n: int, z: float = Z95) -> tuple[float, float]
     denominator = 1.0 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At no wins (or all) the bound is exactly 0 (or 1); rounding would leave a residue of
+    # about 1e-18 there, which the Elo map turns into a finite -7,000 instead of -infinity.
+    low = 0.0 if score <= 0 else max(0.0, centre - half)
+    high = 1.0 if score >= n else min(1.0, centre + half)
+    return low, high
 
 
 def elo_difference(p: float) -> float:

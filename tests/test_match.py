@@ -23,7 +23,10 @@ def test_wilson_interval_matches_hand_computation() -> None:
     assert low == 0.0 and high == pytest.approx(0.27753, abs=1e-4)
     # 10/10 mirrors 0/10.
     low, high = wilson_interval(10, 10)
-    assert high == pytest.approx(1.0) and low == pytest.approx(1 - 0.27753, abs=1e-4)
+    assert high == 1.0 and low == pytest.approx(1 - 0.27753, abs=1e-4)
+    # The ends are exact at any number of games (at 100, rounding once left 3.5e-18).
+    for n in (1, 7, 100, 400, 1000):
+        assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
 
 
 def test_elo_difference_matches_logistic_model() -> None:
@@ -44,6 +47,7 @@ def test_summary_counts_draws_as_half_and_maps_the_interval() -> None:
     shutout = MatchSummary.from_counts(0, 4, 0)
     assert shutout.to_json()["elo"] is None and shutout.to_json()["elo_high"] is not None
     assert "-inf" in shutout.text()
+    assert MatchSummary.from_counts(0, 100, 0).to_json()["elo_low"] is None
 
 
 def test_score_margin_is_from_the_first_engines_view_over_scored_games() -> None:
