@@ -24,6 +24,12 @@ Two engines that choose their moves deterministically replay the same game whene
 with the same colours, and a Wilson interval over such repeats claims more than the games show.
 Each result therefore carries a digest of its move sequence, and the summary counts the
 distinct games.
+
+A match of hundreds of games outlives a working session.  ``summary.json`` is rewritten after
+every game, so an interrupted match still tells where it stood, and `load_results` reads an
+interrupted match back so that `run_match` can go on from its next game; it refuses a folder
+whose match was played with other settings, since mixing them would make one summary of two
+different matches.
 """
 
 from __future__ import annotations
@@ -99,32 +105,50 @@ class _Clock:
         return [t / m if m else 0.0 for t, m in zip(self.total, self.moves)]
 
 
+class MatchFolderError(Exception):
+    """The output folder cannot hold this match (a resume that does not fit what is there)."""
+
+
 def run_match(
     config: MatchConfig,
     on_game: Callable[[GameResult, MatchSummary, list[str]], None] | None = None,
+    previous: list[GameResult] | None = None,
 ) -> tuple[MatchSummary, list[GameResult]]:
-    """Play the match; ``on_game(result, summary so far, engine names)`` follows every game."""
+    """Play the match; ``on_game(result, summary so far, engine names)`` follows every game.
+
+    ``previous`` are the finished games of an interrupted match (`load_results`): play goes on
+    from the next game, colours alternating as if it had never stopped.
+    """
     config.out.mkdir(parents=True, exist_ok=True)
-    play = _ChessArena(config) if config.game == "chess" else _GoArena(config)
-    results: list[GameResult] = []
+    results = list(previous or [])
     log_path = config.out / "games.jsonl"
-    log_path.write_text("")
+    if not results:
+        log_path.write_text("")
+    play = _ChessArena(config) if config.game == "chess" else _GoArena(config)
     try:
-        for index in range(config.games):
+        for index in range(len(results), config.games):
             result = play.game(index)
             results.append(result)
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps(asdict(result)) + "\n")
-            summary = summarise(results)
+            _write_summary(config, play.names, results)
             if on_game is not None:
-                on_game(result, summary, play.names)
+                on_game(result, summarise(results), play.names)
     finally:
         play.close()
-    summary = summarise(results)
+    _write_summary(config, play.names, results)
+    return summarise(results), results
+
+
+def _config_json(config: MatchConfig) -> dict:
+    return json.loads(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}))
+
+
+def _write_summary(config: MatchConfig, names: list[str], results: list[GameResult]) -> None:
     report = {
-        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
-        "engine_names": play.names,
-        "summary": summary.to_json(),
+        "config": _config_json(config),
+        "engine_names": names,
+        "summary": summarise(results).to_json(),
         "seconds_per_move": _mean_seconds(results),
         "reasons": _reasons(results),
         "distinct_games": distinct_games(results),
@@ -133,7 +157,40 @@ def run_match(
     if margin is not None:
         report["score_margin"] = margin
     write_text_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
-    return summary, results
+
+
+def load_results(config: MatchConfig) -> list[GameResult]:
+    """The finished games of the interrupted match in ``config.out``, to be resumed.
+
+    The settings recorded in its ``summary.json`` must equal ``config`` in everything but the
+    number of games, which may grow; the games must be numbered 1, 2, ... and fewer than
+    ``config.games``.
+    """
+    log_path = config.out / "games.jsonl"
+    if not log_path.is_file():
+        raise MatchFolderError(f"nothing to resume: {log_path} does not exist")
+    summary_path = config.out / "summary.json"
+    if summary_path.is_file():
+        recorded = json.loads(summary_path.read_text(encoding="utf-8"))["config"]
+        wanted = _config_json(config)
+        differing = sorted(k for k in wanted if k != "games" and recorded.get(k) != wanted[k])
+        if differing:
+            raise MatchFolderError(f"{config.out} holds a match with other settings ({', '.join(differing)}); "
+                                   "resume it with the same ones or choose another --out")
+    results = []
+    for number, line in enumerate(log_path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            result = GameResult(**json.loads(line))
+        except (ValueError, TypeError) as error:
+            raise MatchFolderError(f"{log_path} line {number} is not a game result: {error}") from None
+        if result.game != number:
+            raise MatchFolderError(f"{log_path} line {number} is game {result.game}: games are missing")
+        if not result.digest:
+            raise MatchFolderError(f"{log_path} line {number} has no digest (an older klent wrote it)")
+        results.append(result)
+    if len(results) >= config.games:
+        raise MatchFolderError(f"{config.out} already has {len(results)} games; ask for more with --games")
+    return results
 
 
 def summarise(results: list[GameResult]) -> MatchSummary:

@@ -77,25 +77,46 @@ def test_distinct_games_tell_repeats_by_first_mover_and_moves() -> None:
     assert game_digest(0, ["e2e4"]) == game_digest(0, ["e2e4"]) != game_digest(0, ["e2e3"])
 
 
-def test_match_between_deterministic_engines_reports_its_repeated_games(
+def test_match_between_deterministic_engines_reports_its_repeated_games_and_resumes(
     untrained_model, gnugo_path, tmp_path
 ) -> None:
-    """Greedy play against greedy play repeats the game of each colour assignment: 2 of 4."""
+    """Greedy play against greedy play repeats the game of each colour assignment: 2 of 4.
+
+    The match is played as 2 games and then resumed to 4, so the repeats also show that the
+    resumed games go on with the right colours and that the summary covers all four.
+    """
     model = untrained_model("go9")
     ours = f"{sys.executable} -m klent gtp --model {model} --mode reactive --resign-threshold 0"
     out = tmp_path / "match"
-    completed = subprocess.run(
-        [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", ours, "--game", "go9",
-         "--games", "4", "--max-moves", "30", "--referee", f"{gnugo_path} --mode gtp --chinese-rules",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=300,
-    )
+    referee = f"{gnugo_path} --mode gtp --chinese-rules"
+
+    def match(games: int, *extra: str, engine2: str = ours) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", engine2, "--game", "go9",
+             "--games", str(games), "--max-moves", "30", "--referee", referee, "--out", str(out), *extra],
+            capture_output=True, text=True, timeout=300,
+        )
+
+    first = match(2)
+    assert first.returncode == 0, first.stderr
+    assert json.loads((out / "summary.json").read_text())["summary"]["games"] == 2
+    completed = match(4, "--resume")
     assert completed.returncode == 0, completed.stderr
+    assert "4 games:" in completed.stdout
     assert "2 distinct games of 4" in completed.stdout
     assert json.loads((out / "summary.json").read_text())["distinct_games"] == 2
     games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    assert [g["game"] for g in games] == [1, 2, 3, 4] and [g["first"] for g in games] == [0, 1, 0, 1]
     assert games[0]["digest"] == games[2]["digest"] != games[1]["digest"] == games[3]["digest"]
     assert (out / "game-001.sgf").read_text() == (out / "game-003.sgf").read_text()
+
+    # A finished match, or a resume with other settings, is refused in one line, folder untouched.
+    log = (out / "games.jsonl").read_text()
+    for refused, words in ((match(4, "--resume"), "already has 4 games"),
+                           (match(6, "--resume", engine2=f"{ours} --mode search"), "other settings (engines)")):
+        assert refused.returncode == 2 and words in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert (out / "games.jsonl").read_text() == log
 
 
 def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(

@@ -5,10 +5,11 @@
 # seconds per move.  Settings may be chosen with SETTINGS (e.g. SETTINGS="reactive 800"); a
 # setting such as 1s searches for that many seconds per move, as many simulations as fit (the
 # issue's goal is stated per second of this machine, not per simulation count).
+# RESUME=1 goes on with interrupted matches (`klent match --resume`), appending to their logs.
 # JOBS=2 plays two settings at a time, klent with one ONNX Runtime thread each (a match keeps
 # about one core busy: the two engines take turns), so the seconds per move are one core's.
 #
-#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [JOBS=2] bash benchmarks/strength/go9.sh
+#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GAMES=${GAMES:-100}
@@ -16,23 +17,25 @@ LEVEL=${LEVEL:-10}
 MODEL=${MODEL:-weights/go9.onnx}
 SETTINGS=${SETTINGS:-"reactive 64 200 800"}
 JOBS=${JOBS:-1}
+RESUME=${RESUME:-0}
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
 threads=""
 if [ "$JOBS" -gt 1 ]; then threads="--threads 1"; fi
 mkdir -p runs/strength
 
 play_setting() {
-  local setting=$1 play out
+  local setting=$1 play out resume=""
   case $setting in
     reactive) play="--mode reactive" ;;
     *s) play="--mode search --time ${setting%s} --simulations 1000000" ;;
     *) play="--mode search --simulations $setting" ;;
   esac
   out=runs/strength/go9-$setting-level$LEVEL
+  if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
-  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" \
+  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" $resume \
     --engine1 ".venv/bin/klent gtp --model $MODEL $play $threads --resign-threshold 0" \
-    --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" > "$out.log" 2>&1
+    --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }
 

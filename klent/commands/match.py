@@ -2,7 +2,8 @@
 
 Go engines speak GTP (GNU Go referees the score), chess engines UCI.  Prints one line per
 finished game under a progress bar, then the summary from engine 1's view; writes the game
-records, ``games.jsonl`` and ``summary.json`` to ``--out``.
+records, ``games.jsonl`` and ``summary.json`` to ``--out``.  ``--resume`` goes on with an
+interrupted match in ``--out`` from its next game.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-moves", type=int, default=None,
                         help="moves before adjudication: referee score in Go, draw in chess")
     parser.add_argument("--komi", type=float, default=7.5, help="Go komi (default 7.5)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the interrupted match in --out (same settings; --games may grow)")
     for who in (1, 2):
         parser.add_argument(f"--option{who}", action="append", default=[], metavar="NAME=VALUE",
                             help=f"UCI option for engine {who}, repeatable (e.g. 'Skill Level=0')")
@@ -50,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from protocols.engine_process import EngineError
-    from protocols.match import MatchConfig, distinct_games, format_result_line, run_match, score_margin
+    from protocols.match import (MatchConfig, MatchFolderError, distinct_games, format_result_line, load_results,
+                                 run_match, score_margin)
 
     if args.games < 1:
         raise CommandError("--games must be >= 1")
@@ -74,7 +78,11 @@ def run(args: argparse.Namespace) -> int:
         komi=args.komi,
         uci_options=(_uci_options(args.option1, "--option1"), _uci_options(args.option2, "--option2")),
     )
-    bar = tqdm(total=args.games, unit="game", dynamic_ncols=True)
+    try:
+        previous = load_results(config) if args.resume else []
+    except MatchFolderError as error:
+        raise CommandError(str(error)) from None
+    bar = tqdm(total=args.games, initial=len(previous), unit="game", dynamic_ncols=True)
 
     def on_game(result, summary, names) -> None:
         bar.update(1)
@@ -82,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         bar.write(format_result_line(result, names))
 
     try:
-        summary, results = run_match(config, on_game=on_game)
+        summary, results = run_match(config, on_game=on_game, previous=previous)
     except EngineError as error:
         raise CommandError(str(error)) from None
     finally:
