@@ -9,12 +9,15 @@
 # JOBS=2 plays two settings at a time, klent with one ONNX Runtime thread each (a match keeps
 # about one core busy: the two engines take turns), so the seconds per move are one core's.
 #
-#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
+# NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
+#
+#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GAMES=${GAMES:-100}
 LEVEL=${LEVEL:-10}
 MODEL=${MODEL:-weights/go9.onnx}
+NAME=${NAME:-go9}
 SETTINGS=${SETTINGS:-"reactive 64 200 800"}
 JOBS=${JOBS:-1}
 RESUME=${RESUME:-0}
@@ -30,7 +33,7 @@ play_setting() {
     *s) play="--mode search --time ${setting%s} --simulations 1000000" ;;
     *) play="--mode search --simulations $setting" ;;
   esac
-  out=runs/strength/go9-$setting-level$LEVEL
+  out=runs/strength/$NAME-$setting-level$LEVEL
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
   .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" $resume \
