@@ -122,9 +122,9 @@ def run_match(
     config.out.mkdir(parents=True, exist_ok=True)
     results = list(previous or [])
     log_path = config.out / "games.jsonl"
+    play = _ChessArena(config) if config.game == "chess" else _GoArena(config)  # may refuse an engine
     if not results:
         log_path.write_text("")
-    play = _ChessArena(config) if config.game == "chess" else _GoArena(config)
     try:
         for index in range(len(results), config.games):
             result = play.game(index)
