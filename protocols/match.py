@@ -141,6 +141,7 @@ def run_match(
 
 
 def _config_json(config: MatchConfig) -> dict:
+    """The settings as ``summary.json`` records them (tuples as lists), to compare on resume."""
     return json.loads(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}))
 
 
@@ -171,9 +172,13 @@ def load_results(config: MatchConfig) -> list[GameResult]:
         raise MatchFolderError(f"nothing to resume: {log_path} does not exist")
     summary_path = config.out / "summary.json"
     if summary_path.is_file():
-        recorded = json.loads(summary_path.read_text(encoding="utf-8"))["config"]
+        try:
+            recorded = json.loads(summary_path.read_text(encoding="utf-8"))["config"]
+        except (ValueError, KeyError) as error:
+            raise MatchFolderError(f"{summary_path} is not a match summary: {error}") from None
         wanted = _config_json(config)
-        differing = sorted(k for k in wanted if k != "games" and recorded.get(k) != wanted[k])
+        # The folder may be named another way (relative, absolute); the games may grow.
+        differing = sorted(k for k in wanted if k not in ("games", "out") and recorded.get(k) != wanted[k])
         if differing:
             raise MatchFolderError(f"{config.out} holds a match with other settings ({', '.join(differing)}); "
                                    "resume it with the same ones or choose another --out")
