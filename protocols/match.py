@@ -131,12 +131,12 @@ def run_match(
             results.append(result)
             with open(log_path, "a", encoding="utf-8") as log:
                 log.write(json.dumps(asdict(result)) + "\n")
-            _write_summary(config, play.names, results)
+            summary = summarise(results)
+            _write_summary(config, play.names, results, summary)
             if on_game is not None:
-                on_game(result, summarise(results), play.names)
+                on_game(result, summary, play.names)
     finally:
         play.close()
-    _write_summary(config, play.names, results)
     return summarise(results), results
 
 
@@ -145,11 +145,11 @@ def _config_json(config: MatchConfig) -> dict:
     return json.loads(json.dumps({k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()}))
 
 
-def _write_summary(config: MatchConfig, names: list[str], results: list[GameResult]) -> None:
+def _write_summary(config: MatchConfig, names: list[str], results: list[GameResult], summary: MatchSummary) -> None:
     report = {
         "config": _config_json(config),
         "engine_names": names,
-        "summary": summarise(results).to_json(),
+        "summary": summary.to_json(),
         "seconds_per_move": _mean_seconds(results),
         "reasons": _reasons(results),
         "distinct_games": distinct_games(results),
