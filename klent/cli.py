@@ -18,11 +18,13 @@ from klent import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("klent.commands.export", "convert a training checkpoint to an ONNX model"),
     "train": ("klent.commands.train", "train a network by KLENT (or a baseline) self-play"),
+    "distill": ("klent.commands.distill", "label positions with a teacher engine's move values"),
     "plot": ("klent.commands.plot", "plot learning curves of one or more training runs"),
     "gtp": ("klent.commands.gtp", "play Go as a GTP engine (GUIs, GNU Go, OGS/KGS bridges)"),
     "uci": ("klent.commands.uci", "play chess as a UCI engine (GUIs, lichess-bot)"),
     "bot": ("klent.commands.bot", "play chess as a lichess bot account (`klent bot lichess`)"),
     "match": ("klent.commands.match", "play a match between two GTP (Go) or UCI (chess) engines"),
+    "openings": ("klent.commands.openings", "balanced random openings for `klent match --openings`"),
     "serve": ("klent.commands.serve", "HTTP/JSON API and web page to play in the browser"),
     "bench": ("klent.commands.bench", "measure rules, network and search speed"),
 }

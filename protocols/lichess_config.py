@@ -10,7 +10,10 @@ comes from the environment only (`TOKEN_VARIABLE`), so a config file can be shar
 
 from __future__ import annotations
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any

@@ -67,6 +67,16 @@ class MatchConfig:
     komi: float = 7.5
     # UCI options per engine (e.g. {"Skill Level": "0"}), set once each engine has started.
     uci_options: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    # Start positions (`read_openings`): games 2k and 2k + 1 both start from opening k (cycling),
+    # engine 1 moving first in one and engine 2 in the other.  Empty: the initial position.
+    openings: tuple[str, ...] = ()
+
+    def opening(self, index: int) -> tuple[int, str] | None:
+        """(opening number, its text) of game ``index`` (0-based), or None without openings."""
+        if not self.openings:
+            return None
+        number = (index // 2) % len(self.openings)
+        return number, self.openings[number]
 
 
 @dataclass
@@ -82,6 +92,7 @@ class GameResult:
     record: str  # file name of the SGF / PGN
     seconds_per_move: list[float] = field(default_factory=lambda: [0.0, 0.0])
     digest: str = ""  # of who moved first and the moves: equal digests are the same game
+    opening: int | None = None  # number of the opening the game started from (--openings)
 
 
 def game_digest(first: int, moves: list[str]) -> str:
@@ -154,6 +165,8 @@ def _write_summary(config: MatchConfig, names: list[str], results: list[GameResu
         "reasons": _reasons(results),
         "distinct_games": distinct_games(results),
     }
+    if config.openings:
+        report["per_opening"] = per_opening(results)
     margin = score_margin(results)
     if margin is not None:
         report["score_margin"] = margin
@@ -225,6 +238,73 @@ def score_margin(results: list[GameResult]) -> dict[str, float | int] | None:
     if not margins:
         return None
     return {"games": len(margins), "mean": sum(margins) / len(margins)}
+
+
+def per_opening(results: list[GameResult]) -> dict[str, dict[str, float]]:
+    """Engine 1's games and score (a draw counts half) from each opening, by opening number."""
+    table: dict[str, dict[str, float]] = {}
+    for r in results:
+        row = table.setdefault(str(r.opening), {"games": 0, "score": 0.0})
+        row["games"] += 1
+        row["score"] += 1.0 if r.winner == 0 else 0.5 if r.winner is None else 0.0
+    return table
+
+
+def read_openings(path: str | Path, game: str) -> tuple[str, ...]:
+    """The openings in a file, one per line, checked against the rules now (not mid-match).
+
+    Chess: an EPD/FEN line, optionally followed by ``moves`` and UCI moves (``FEN moves e2e4
+    e7e5``), or a PGN file of games whose moves are the openings.  Go: a line of moves in GTP
+    vertices, Black first (``C3 G7 pass``).  Blank lines and lines starting with ``#`` are
+    skipped.  Raises ValueError naming the first bad line.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    if game == "chess" and str(path).lower().endswith(".pgn"):
+        return _pgn_openings(text, path)
+    openings = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            opening_state(game, line)
+        except (GameFormatError, IllegalMoveError, ValueError) as error:
+            raise ValueError(f"{path} line {number}: {error}") from None
+        openings.append(line)
+    if not openings:
+        raise ValueError(f"{path} holds no openings")
+    return tuple(openings)
+
+
+def _pgn_openings(text: str, path: str | Path) -> tuple[str, ...]:
+    import io
+
+    import chess.pgn
+
+    openings = []
+    handle = io.StringIO(text)
+    while (parsed := chess.pgn.read_game(handle)) is not None:
+        if parsed.errors:
+            raise ValueError(f"{path}: game {len(openings) + 1}: {parsed.errors[0]}")
+        moves = " ".join(move.uci() for move in parsed.mainline_moves())
+        openings.append(f"{parsed.board().fen()} moves {moves}".rstrip() if moves else parsed.board().fen())
+    if not openings:
+        raise ValueError(f"{path} holds no games")
+    return tuple(openings)
+
+
+def opening_state(game: str, opening: str):
+    """The position an opening line stands for: a `ChessState` or a Go state."""
+    rules = engine.games.get(game, max_moves=None)
+    if game == "chess":
+        fen, _, moves = opening.partition(" moves ")
+        fields = fen.split()
+        fen = " ".join(fields[:4] + ["0", "1"]) if len(fields) == 4 else fen  # EPD: no counters
+        return rules.from_fen(fen, moves.split())
+    state = rules.initial_state()
+    for text in opening.split():
+        state = state.play(rules.text_to_action(state, text))
+    return state
 
 
 def distinct_games(results: list[GameResult]) -> int:
@@ -306,6 +386,7 @@ class _GoArena:
         clock = _Clock()
         state = rules.initial_state()
         timeout = (config.time_per_move + config.grace) if config.time_per_move else DEFAULT_MOVE_TIMEOUT
+        opening = config.opening(index)
 
         def finish(winner: int | None, reason: str, result: str) -> GameResult:
             name = f"game-{index + 1:03d}.sgf"
@@ -313,7 +394,7 @@ class _GoArena:
             write_text_atomically(config.out / name, text)
             digest = game_digest(first, [str(action) for action in state.moves()])
             return GameResult(index + 1, first, winner, reason, result, state.move_number, name,
-                              clock.per_move(), digest)
+                              clock.per_move(), digest, None if opening is None else opening[0])
 
         def forfeit(colour: int, reason: str, failed: bool = False) -> GameResult:
             if failed:
@@ -327,6 +408,19 @@ class _GoArena:
             except EngineError as error:
                 return forfeit(colour, f"setup failed: {_short(error)}", failed=True)
         self._setup(self.referee, timed=False)
+        # The opening's moves go to everyone as if played; an engine refusing one forfeits.
+        for text in [] if opening is None else opening[1].split():
+            colour = state.to_play
+            action = rules.text_to_action(state, text)
+            state = state.play(action)
+            vertex = rules.vertex(action)
+            self.referee.send(f"play {'bw'[colour]} {vertex}", timeout=30.0)
+            for who in (0, 1):
+                try:
+                    self._engine(seat[who]).send(f"play {'bw'[colour]} {vertex}", timeout=timeout)
+                except EngineError as error:
+                    return forfeit(who, f"refused the opening's {vertex}: {_short(error)}",
+                                   failed=not isinstance(error, GtpFailure))
 
         while not state.is_terminal:
             colour = state.to_play
@@ -452,9 +546,10 @@ class _ChessArena:
         config = self.config
         first = index % 2
         seat = (first, 1 - first)  # seat[0] plays White
-        board = chess.Board()
+        opening = config.opening(index)
+        board = chess.Board() if opening is None else opening_state("chess", opening[1]).board
         clock = _Clock()
-        cap = config.max_moves
+        cap = None if config.max_moves is None else config.max_moves + len(board.move_stack)
 
         def finish(winner: int | None, reason: str) -> GameResult:
             result = "1/2-1/2" if winner is None else ("1-0" if winner == seat[0] else "0-1")
@@ -465,9 +560,10 @@ class _ChessArena:
             )
             name = f"game-{index + 1:03d}.pgn"
             write_text_atomically(config.out / name, str(game) + "\n")
-            digest = game_digest(first, [move.uci() for move in board.move_stack])
+            start = "" if opening is None else f"{opening[1]} / "
+            digest = game_digest(first, [start + " ".join(move.uci() for move in board.move_stack)])
             return GameResult(index + 1, first, winner, reason, result, board.ply(), name,
-                              clock.per_move(), digest)
+                              clock.per_move(), digest, None if opening is None else opening[0])
 
         for who in (0, 1):
             try:
@@ -480,7 +576,7 @@ class _ChessArena:
             if outcome is not None:
                 winner = None if outcome.winner is None else seat[0] if outcome.winner == chess.WHITE else seat[1]
                 return finish(winner, outcome.termination.name.lower().replace("_", " "))
-            if cap is not None and board.ply() >= cap:
+            if cap is not None and len(board.move_stack) >= cap:
                 return finish(None, "move cap (adjudicated draw)")
             colour = 0 if board.turn == chess.WHITE else 1
             who = seat[colour]

@@ -211,6 +211,7 @@ class Samples:
     value_weight: np.ndarray  # float32[M]: 1 where ``returns`` is a target, else 0
     simulator_evaluations: int  # network calls on states made while collecting (the x-axis)
     stats: dict[str, float] = field(default_factory=dict)
+    q_targets: np.ndarray | None = None  # float32[M, A]: per-action value targets, NaN where none (distillation)
 
     def __len__(self) -> int:
         return len(self.actions)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -49,6 +50,7 @@ from engine.games.base import Game
 from engine.games.symmetry import dihedral
 from engine.network import OnnxEvaluator, default_threads
 from training import klent
+from training.distill import DistillConfig, LabelledSet, batches, distill_loss, to_samples, validation_metrics
 from training.archive import StartArchive
 from training.export import export_onnx
 from training.metrics import (
@@ -63,7 +65,7 @@ from training.nets import KlentNet, NetConfig, build_net, load_checkpoint, save_
 from training.selfplay import GameSlots, Samples, SelfPlayConfig, collect_klent
 from training.torch_evaluator import TorchEvaluator
 
-ALGOS = ("klent", "gumbel-az")
+ALGOS = ("klent", "gumbel-az", "distill")  # distill: from a teacher's labels (training.distill)
 CHECKPOINT = "checkpoint.pt"
 LATEST_ONNX = "latest.onnx"
 REFERENCE_ONNX = "reference.onnx"
@@ -153,6 +155,8 @@ class TrainConfig:
     selfplay: SelfPlayConfig = SelfPlayConfig()
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
+    distill: DistillConfig = DistillConfig()
+    init: str = ""  # weights a new run starts from (a checkpoint.pt or an ONNX model); "" = random
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -177,7 +181,7 @@ class TrainConfig:
             blocks=self.blocks,
             channels=self.channels,
             value_head=self.algo == "gumbel-az",
-            action_value_head=self.algo == "klent",
+            action_value_head=self.algo in ("klent", "distill"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -189,6 +193,7 @@ class TrainConfig:
             "iterations": self.iterations,
             "export_every": self.export_every,
             "keep_every": self.keep_every,
+            "init": self.init,
             "game_options": dict(self.game_options),
             "net": {"blocks": self.blocks, "channels": self.channels},
             "klent": {"preset": self.preset, **self.klent_overrides},
@@ -196,6 +201,7 @@ class TrainConfig:
             "selfplay": dataclasses.asdict(self.selfplay),
             "optim": dataclasses.asdict(self.optim),
             "eval": dataclasses.asdict(self.eval),
+            "distill": dataclasses.asdict(self.distill),
         }
 
     @classmethod
@@ -204,9 +210,9 @@ class TrainConfig:
         data = dict(data)
         sections = {
             name: dict(data.pop(name, {}))
-            for name in ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval")
+            for name in ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval", "distill")
         }
-        top = {"game", "algo", "seed", "iterations", "export_every", "keep_every"}
+        top = {"game", "algo", "seed", "iterations", "export_every", "keep_every", "init"}
         _reject_unknown("top level", data, top)
         if "game" not in data:
             raise ValueError("the config does not name a game (game = \"go9\")")
@@ -224,6 +230,7 @@ class TrainConfig:
             selfplay=_build(SelfPlayConfig, "[selfplay]", sections["selfplay"]),
             optim=_build(OptimConfig, "[optim]", sections["optim"]),
             eval=_build(EvalConfig, "[eval]", sections["eval"]),
+            distill=_build(DistillConfig, "[distill]", sections["distill"]),
         )
 
 
@@ -239,6 +246,8 @@ ADJUSTABLE = (
     "selfplay.evaluator",
     "selfplay.resign_threshold",
     "selfplay.resign_disabled_fraction",
+    "distill.data",  # a labelled set that has grown (or moved) since the run started
+    "distill.positions",
 )
 
 
@@ -418,6 +427,8 @@ def fit(
         "returns": samples.returns,
         "value_weight": samples.value_weight,
     }
+    if samples.q_targets is not None:
+        fields["q_targets"] = samples.q_targets
     totals: dict[str, float] = {}
     steps = 0
     for _ in range(epochs):
@@ -450,13 +461,8 @@ def symmetry_image(
     (``new[:, permutation[a]] = old[:, a]``) and taken actions are mapped; values do not change.
     """
     inverse = np.argsort(permutation)
-    return {
-        **arrays,
-        "obs": dihedral(arrays["obs"], index),
-        "masks": arrays["masks"][:, inverse],
-        "policy": arrays["policy"][:, inverse],
-        "actions": permutation[arrays["actions"]],
-    }
+    per_action = {k: arrays[k][:, inverse] for k in ("masks", "policy", "q_targets") if k in arrays}
+    return {**arrays, **per_action, "obs": dihedral(arrays["obs"], index), "actions": permutation[arrays["actions"]]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -527,6 +533,14 @@ class Trainer:
                 f"{self.out} already holds a training run; pass --resume to continue it "
                 "or choose another --out"
             )
+        elif config.init:
+            self.model.load_state_dict(initial_weights(config.init, self.game, self.net_config))
+        # Distillation fits a teacher's labelled positions instead of playing (training.distill).
+        self.labelled: LabelledSet | None = None
+        if config.algo == "distill":
+            if not config.distill.data:
+                raise ValueError("--algo distill needs a labelled set: --data FOLDER or [distill] data")
+            self.labelled = LabelledSet.load(config.distill.data, self.game, progress=self.dist.is_main)
         # The module that fits: DDP averages the gradients across ranks (and keeps the
         # batch-norm statistics of rank 0); self-play and export use the plain self.model.
         self.ddp: torch.nn.Module = self.model
@@ -670,6 +684,10 @@ class Trainer:
     # -- pieces ------------------------------------------------------------------------------------
 
     def _collect(self) -> Samples:
+        if self.labelled is not None:
+            chosen = batches(self.labelled, self.config.distill.positions, self.config.seed, self.iteration)
+            mine = chosen[self.dist.rank :: self.dist.world_size]  # each rank its share
+            return to_samples(self.labelled, mine, self.game.num_actions, self.config.distill.temperature)
         if self.config.selfplay.evaluator == "onnx":
             evaluator: Any = OnnxEvaluator(self.out / LATEST_ONNX, self.game, threads=self.threads)
         else:
@@ -694,6 +712,8 @@ class Trainer:
     def _loss_fn(self) -> LossFn:
         if self.config.algo == "klent":
             return klent_batch_loss
+        if self.config.algo == "distill":
+            return functools.partial(distill_loss, q_weight=self.config.distill.q_weight)
         from training import gumbel_az
 
         return gumbel_az.batch_loss
@@ -701,11 +721,14 @@ class Trainer:
     def _evaluate(self) -> dict[str, float]:
         """Greedy play of ``latest.onnx`` against random play and against ``reference.onnx``."""
         cfg = self.config.eval
+        result: dict[str, float] = {}
+        if self.labelled is not None:
+            result.update(validation_metrics(self.model, self.labelled, self.game.num_actions, self.device))
+        if cfg.games == 0:
+            return result
         rng = np.random.default_rng([self.config.seed, self.iteration])
         current = greedy_agent(OnnxEvaluator(self.out / LATEST_ONNX, self.game, threads=self.threads))
-        result = {
-            "winrate_random": match_score(play_games(self.game, current, random_agent(rng), cfg.games, rng))
-        }
+        result["winrate_random"] = match_score(play_games(self.game, current, random_agent(rng), cfg.games, rng))
         reference = self.out / REFERENCE_ONNX
         if reference.exists():
             opponent = greedy_agent(OnnxEvaluator(reference, self.game, threads=self.threads))
@@ -808,6 +831,22 @@ class Trainer:
     def close(self) -> None:
         if self.dist.enabled:
             dist.destroy_process_group()
+
+
+def initial_weights(path: str | Path, game: Game, net_config: NetConfig) -> dict[str, torch.Tensor]:
+    """The weights of the checkpoint at ``path`` for a new run's network (``--init``): the game
+    and the network's shape must be the run's.  An ONNX model cannot serve: its exporter folds
+    batch norms into the convolutions, so its weights no longer name the network's layers."""
+    if str(path).endswith(".onnx"):
+        raise ValueError(f"--init needs the checkpoint.pt that {path} was exported from (an ONNX "
+                         "model's batch norms are folded into its convolutions)")
+    checkpoint = load_checkpoint(path)
+    if checkpoint.game.name != game.name:
+        raise ValueError(f"--init {path} is a {checkpoint.game.name} network, not {game.name}")
+    if checkpoint.config != net_config:
+        raise ValueError(f"--init {path} is {checkpoint.config.arch} with heads {checkpoint.config}; "
+                         f"this run builds {net_config}")
+    return checkpoint.model.state_dict()
 
 
 def weights_hash(model: torch.nn.Module) -> str:

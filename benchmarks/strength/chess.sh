@@ -1,28 +1,60 @@
 #!/usr/bin/env bash
-# Strength of a chess model against Stockfish through `klent match`: reactive play and Gumbel
-# search at 64 simulations, against Skill Level 0 (OPPONENT=skill0) or UCI_Elo 1350
-# (OPPONENT=elo1350); Stockfish 1 thread, 0.2 s a move; draw by adjudication at 300 plies.
-# Each setting's summary.json holds the win rate, its Wilson 95% interval and seconds per move.
+# Strength of a chess model against Stockfish 15.1 through `klent match`, from balanced openings
+# (benchmarks/openings/chess-50.txt: `klent openings --game chess --count 50 --plies 8`), each
+# played with both colours, so a deterministic pair of engines still plays 100 distinct games.
+# Stockfish: 1 thread, 0.2 s a move; draw by adjudication 300 plies after the opening.
 #
-#   GAMES=100 OPPONENT=skill0 MODEL=weights/chess.onnx bash benchmarks/strength/chess.sh
+# SETTINGS: reactive (one network call a move), gumbel (Gumbel search, 64 simulations, 0.2 s a
+# move) and gumbel1s (Gumbel search with 1 s a move, as many simulations as fit).
+# OPPONENTS: skill0 (Skill Level 0) or eloN (UCI_LimitStrength, UCI_Elo=N, N >= 1320).
+# JOBS=2 plays two matches at a time, klent with one thread each.
+# Each match's summary.json holds the win rate, its Wilson 95% interval, the distinct games,
+# the results per opening and both engines' seconds per move.
+#
+#   GAMES=100 OPPONENTS="skill0 elo1500" SETTINGS="reactive gumbel1s" MODEL=weights/chess.onnx \
+#     [NAME=chess] [JOBS=2] [RESUME=1] bash benchmarks/strength/chess.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GAMES=${GAMES:-100}
-OPPONENT=${OPPONENT:-skill0}
+OPPONENTS=${OPPONENTS:-skill0}
 MODEL=${MODEL:-weights/chess.onnx}
+NAME=${NAME:-chess}
 SETTINGS=${SETTINGS:-"reactive gumbel"}
+OPENINGS=${OPENINGS:-benchmarks/openings/chess-50.txt}
+JOBS=${JOBS:-1}
+RESUME=${RESUME:-0}
 STOCKFISH=$(command -v stockfish || echo /usr/games/stockfish)
-case $OPPONENT in
-  skill0) strength=(--option2 "Skill Level=0") ;;
-  elo1350) strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=1350") ;;
-  *) echo "OPPONENT must be skill0 or elo1350" >&2; exit 2 ;;
-esac
 mkdir -p runs/strength
-for mode in $SETTINGS; do
-  out=runs/strength/chess-$mode-$OPPONENT
-  echo "$(date -u +%FT%TZ) $MODEL, $mode vs Stockfish $OPPONENT, $GAMES games -> $out"
-  .venv/bin/klent match --game chess --games "$GAMES" --time-per-move 0.2 --max-moves 300 --out "$out" \
-    --engine1 ".venv/bin/klent uci --model $MODEL" --option1 "SearchMode=$mode" --option1 "Simulations=64" \
-    --engine2 "$STOCKFISH" "${strength[@]}" --option2 "Threads=1" > "$out.log" 2>&1
-  tail -n 3 "$out.log"
+
+play() {
+  local mode=$1 opponent=$2 out strength play time=0.2 resume=""
+  case $opponent in
+    skill0) strength=(--option2 "Skill Level=0") ;;
+    elo*) strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=${opponent#elo}") ;;
+    *) echo "an opponent is skill0 or eloN, not $opponent" >&2; return 2 ;;
+  esac
+  case $mode in
+    reactive) play=(--option1 "SearchMode=reactive") ;;
+    gumbel) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=64") ;;
+    gumbel1s) play=(--option1 "SearchMode=gumbel"); time=1 ;;
+    *) echo "a setting is reactive, gumbel or gumbel1s, not $mode" >&2; return 2 ;;
+  esac
+  if [ "$JOBS" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
+  out=runs/strength/$NAME-$mode-$opponent
+  if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
+  echo "$(date -u +%FT%TZ) $MODEL, $mode vs Stockfish $opponent, $GAMES games -> $out"
+  .venv/bin/klent match --game chess --games "$GAMES" --openings "$OPENINGS" --time-per-move "$time" \
+    --max-moves 300 --out "$out" $resume --engine1 ".venv/bin/klent uci --model $MODEL" "${play[@]}" \
+    --engine2 "$STOCKFISH" "${strength[@]}" --option2 "Threads=1" >> "$out.log" 2>&1
+  echo "$mode vs $opponent: $(grep -E 'win rate|distinct' "$out.log" | tail -n 2 | tr '\n' ' ')"
+}
+
+running=0
+for opponent in $OPPONENTS; do
+  for mode in $SETTINGS; do
+    play "$mode" "$opponent" &
+    running=$((running + 1))
+    if [ "$running" -ge "$JOBS" ]; then wait -n; running=$((running - 1)); fi
+  done
 done
+wait

@@ -9,6 +9,10 @@
 # JOBS=2 plays two settings at a time, klent with one ONNX Runtime thread each (a match keeps
 # about one core busy: the two engines take turns), so the seconds per move are one core's.
 #
+# OPENINGS=FILE starts the games from balanced openings, each with both colours (klent and
+# GNU Go are deterministic: without openings whole games repeat); e.g.
+# OPENINGS=benchmarks/openings/go9-50.txt (`klent openings --game go9 --count 50 --plies 4`).
+#
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
 #
 #   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
@@ -21,6 +25,9 @@ NAME=${NAME:-go9}
 SETTINGS=${SETTINGS:-"reactive 64 200 800"}
 JOBS=${JOBS:-1}
 RESUME=${RESUME:-0}
+OPENINGS=${OPENINGS:-}
+openings=""
+if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS"; fi
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
 threads=""
 if [ "$JOBS" -gt 1 ]; then threads="--threads 1"; fi
@@ -36,7 +43,7 @@ play_setting() {
   out=runs/strength/$NAME-$setting-level$LEVEL
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
-  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" $resume \
+  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" $resume $openings \
     --engine1 ".venv/bin/klent gtp --model $MODEL $play $threads --resign-threshold 0" \
     --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"

@@ -3,7 +3,9 @@
 Go engines speak GTP (GNU Go referees the score), chess engines UCI.  Prints one line per
 finished game under a progress bar, then the summary from engine 1's view; writes the game
 records, ``games.jsonl`` and ``summary.json`` to ``--out``.  ``--resume`` goes on with an
-interrupted match in ``--out`` from its next game.
+interrupted match in ``--out`` from its next game.  ``--openings FILE`` starts the games from
+given positions, each played with both colours (results per opening in ``summary.json``):
+deterministic engines then play as many distinct games as there are openings times two.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine1", required=True, help="command line of engine 1 (the one the summary is about)")
     parser.add_argument("--engine2", required=True, help="command line of engine 2")
     parser.add_argument("--game", default="go9", help="go9, go13, go19 (GTP) or chess (UCI); default go9")
-    parser.add_argument("--games", type=int, default=2, help="number of games, colours alternating (default 2)")
+    parser.add_argument("--games", type=int, default=None,
+                        help="number of games, colours alternating (default 2, or 2 per opening with --openings)")
+    parser.add_argument("--openings", metavar="FILE",
+                        help="start positions, each played twice with colours swapped: chess EPD/FEN lines "
+                        "('FEN [moves e2e4 ...]') or PGN; Go lines of moves ('C3 G7 ...')")
     parser.add_argument("--out", required=True, help="folder for game records and summary.json")
     parser.add_argument("--referee", default=None,
                         help="GTP engine that scores Go games with final_score "
@@ -54,8 +60,16 @@ def run(args: argparse.Namespace) -> int:
 
     from protocols.engine_process import EngineError
     from protocols.match import (MatchConfig, MatchFolderError, distinct_games, format_result_line, load_results,
-                                 run_match, score_margin)
+                                 read_openings, run_match, score_margin)
 
+    openings: tuple[str, ...] = ()
+    if args.openings is not None:
+        try:
+            openings = read_openings(args.openings, args.game)
+        except OSError as error:
+            raise CommandError(f"cannot read --openings: {error}") from None
+    if args.games is None:
+        args.games = 2 * len(openings) if openings else 2
     if args.games < 1:
         raise CommandError("--games must be >= 1")
     if args.time_per_move is not None and args.time_per_move <= 0:
@@ -77,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         max_moves=args.max_moves,
         komi=args.komi,
         uci_options=(_uci_options(args.option1, "--option1"), _uci_options(args.option2, "--option2")),
+        openings=openings,
     )
     try:
         previous = load_results(config) if args.resume else []

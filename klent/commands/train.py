@@ -1,7 +1,11 @@
-"""`klent train`: train a network by KLENT self-play (or the Gumbel AlphaZero baseline).
+"""`klent train`: train a network by KLENT self-play (or the Gumbel AlphaZero baseline), or
+distil a teacher's labelled positions into one (`--algo distill`), and start any run from a
+trained checkpoint (`--init`).
 
     klent train --game go9 --config training/configs/go9_cpu.toml --out runs/go9
     klent train --out runs/go9 --resume --minutes 60
+    klent train --config training/configs/chess_distill_cpu.toml --data data/chess --out runs/chess-d
+    klent train --config training/configs/chess_cpu.toml --init runs/chess-d/checkpoint.pt --out runs/c
     torchrun --nproc_per_node=2 -m klent train --config training/configs/go9_gpu.toml --out runs/g
 
 The config (TOML, see training/configs/) defines the run; --game, --algo and --preset override
@@ -23,7 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML training config (training/configs/*.toml)")
     parser.add_argument("--out", required=True, help="run folder (checkpoints, ONNX, metrics)")
     parser.add_argument("--game", help="game id (go9, chess, countup, ...); overrides the config")
-    parser.add_argument("--algo", choices=("klent", "gumbel-az"), help="overrides the config")
+    parser.add_argument("--algo", choices=("klent", "gumbel-az", "distill"), help="overrides the config")
+    parser.add_argument("--data", help="labelled set for --algo distill (`klent distill label --out`)")
+    parser.add_argument("--init", help="start a new run from this checkpoint.pt (e.g. a distilled net)")
     parser.add_argument(
         "--preset",
         choices=("klent", "kl-only", "ent-only", "one-step", "monte-carlo"),
@@ -44,13 +50,13 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--iterations must be at least 1")
     if args.minutes is not None and args.minutes <= 0:
         raise CommandError("--minutes must be positive")
-    chosen = {"game": args.game, "algo": args.algo, "preset": args.preset}
+    chosen = {"game": args.game, "algo": args.algo, "preset": args.preset, "init": args.init}
     overrides = {k: v for k, v in chosen.items() if v is not None}
     if args.resume:
         saved = trainer.resume_config(args.out)
         config = saved if args.config is None else trainer.load_config(args.config)
         if any(getattr(config, k) != v for k, v in overrides.items()):
-            raise CommandError("--game, --algo and --preset cannot change a run being resumed")
+            raise CommandError("--game, --algo, --preset and --init cannot change a run being resumed")
         for change in trainer.config_changes(saved, config):
             print(f"changed on resumption: {change}")
     else:
@@ -58,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("a new run needs --config (see training/configs/)")
         config = trainer.load_config(args.config)
         config = dataclasses.replace(config, **overrides)
+    if args.data is not None:
+        config = dataclasses.replace(config, distill=dataclasses.replace(config.distill, data=args.data))
     run_ = trainer.Trainer(
         config, args.out, resume=args.resume, device=args.device, threads=args.threads
     )

@@ -1,0 +1,82 @@
+"""`klent distill label`: positions from a teacher engine's games, labelled with move values.
+
+    klent distill label --game chess --teacher stockfish --out data/chess --positions 200000 --jobs 2
+
+Every legal move of every stored position gets the teacher's value (W - L of its WDL); the set
+then trains a network with `klent train --algo distill --data data/chess`.  The run is
+resumable: run the same command again after an interruption (a larger --positions extends a
+finished set).  See training/teacher.py for how positions are chosen and stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import time
+from pathlib import Path
+
+from klent.cli import CommandError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="label")
+    label = sub.add_parser("label", help="label positions from teacher self-play (resumable)",
+                           description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    label.add_argument("--game", default="chess", help="game id (default chess)")
+    label.add_argument("--teacher", default="stockfish", help="teacher engine command line (UCI)")
+    label.add_argument("--out", required=True, help="folder of the labelled set")
+    label.add_argument("--positions", type=int, default=10_000, help="distinct positions to store")
+    limit = label.add_mutually_exclusive_group()
+    limit.add_argument("--depth", type=int, help="teacher search depth per position (default 6)")
+    limit.add_argument("--nodes", type=int, help="teacher nodes per position instead of a depth")
+    label.add_argument("--jobs", type=int, default=1, help="teacher processes at once (default 1)")
+    label.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
+    label.add_argument("--opening-plies", type=int, default=6, help="varied opening plies (default 6)")
+    label.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from training import teacher
+
+    if args.jobs < 1:
+        raise CommandError("--jobs must be at least 1")
+    words = shlex.split(args.teacher)
+    if not words:
+        raise CommandError("--teacher is empty")
+    if shutil.which(words[0]) is None:  # Debian installs engines in /usr/games, often not on PATH
+        found = shutil.which(words[0], path="/usr/games")
+        if found is None:
+            raise CommandError(f"teacher {words[0]!r} not found (on Debian: apt install stockfish)")
+        args.teacher = shlex.join([found, *words[1:]])
+    config = teacher.LabelConfig(
+        game=args.game, teacher=args.teacher, positions=args.positions,
+        depth=None if args.nodes else (args.depth or 6), nodes=args.nodes, seed=args.seed,
+        opening_plies=args.opening_plies,
+    )
+    started = time.monotonic()
+    bar = tqdm(total=config.positions, unit="pos", dynamic_ncols=True, disable=args.no_progress)
+
+    def progress(manifest: teacher.Manifest) -> None:
+        bar.n = min(manifest.positions, config.positions)
+        per_second = (manifest.positions - bar_start) / max(time.monotonic() - started, 1e-9)
+        bar.set_postfix(games=manifest.games, labels=manifest.labels, dup=manifest.duplicates,
+                        nps=f"{manifest.teacher_nodes / max(manifest.teacher_seconds, 1e-9):,.0f}")
+        bar.refresh()
+        if args.no_progress:
+            print(f"{manifest.positions} positions, {manifest.games} games, {manifest.labels} labels, "
+                  f"{per_second:.1f} positions/s this run", flush=True)
+
+    before = teacher.Manifest.read(Path(args.out))
+    bar_start = 0 if before is None else before.positions
+    bar.n = min(bar_start, config.positions)
+    try:
+        manifest = teacher.label(config, args.out, jobs=args.jobs, progress=progress)
+    finally:
+        bar.close()
+    print(f"{manifest.positions} positions ({manifest.train_positions} train, "
+          f"{manifest.validation_positions} validation) from {manifest.games} games, "
+          f"{manifest.labels} labelled moves -> {args.out}")
+    return 0

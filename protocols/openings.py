@@ -1,0 +1,116 @@
+"""Balanced random openings for `klent match --openings`.
+
+Two deterministic engines replay the same game whenever they meet with the same colours, so a
+match of 100 games between them may hold two distinct ones.  Starting each pair of games
+(colours swapped) from its own opening gives as many distinct games as openings times two.  An
+opening made of random moves is often lost for one side already; a judge engine keeps only
+those it values near even:
+
+* chess: ``plies`` random legal moves, then the judge (a UCI engine, Stockfish) searches the
+  position; kept when |W - L| of its WDL is at most ``max_value`` (the position is playable
+  for both sides) and the game is not over;
+* Go: ``plies`` random moves off the first line (no pass), then GNU Go's ``estimate_score``;
+  kept when the estimate, komi included, is within ``max_value`` points of even.
+
+Openings are drawn from a seeded generator and deduplicated, so a file is reproducible from
+its command.  Output lines are what `protocols.match.read_openings` reads: ``FEN moves ...``
+for chess (the start position's FEN followed by the moves), GTP vertices for Go.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+import engine.games
+from protocols.engine_process import GtpProcess
+from protocols.uci_value import wdl_value
+
+
+def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[list[str], object] | None:
+    """``plies`` random moves from the initial position (Go: no pass, none on the first line),
+    as move texts with the state reached; None when the game ended on the way."""
+    game = engine.games.get(game_id, max_moves=None)
+    state = game.initial_state()
+    texts = []
+    for _ in range(plies):
+        legal = [int(a) for a in state.legal_actions()]
+        if game_id != "chess":
+            size = game.size  # type: ignore[attr-defined]
+            legal = [a for a in legal if a < size * size and 0 < a % size < size - 1 and 0 < a // size < size - 1]
+        if not legal or state.is_terminal:
+            return None
+        action = int(rng.choice(legal))
+        texts.append(game.vertex(action) if game_id != "chess" else game.action_to_text(state, action))
+        state = state.play(action)
+    return (None if state.is_terminal else (texts, state))
+
+
+def chess_judge(command: str, depth: int) -> tuple[Callable[[object], float], Callable[[], None]]:
+    """(value of a `ChessState` as W - L for the side to move, close)."""
+    import chess.engine
+
+    judge = chess.engine.SimpleEngine.popen_uci(shlex.split(command), timeout=60.0)
+    judge.configure({k: v for k, v in {"Threads": 1, "UCI_ShowWDL": True}.items() if k in judge.options})
+
+    def value(state) -> float:
+        board = state.board
+        # A new game each time clears the hash: the value depends on the position alone.
+        return wdl_value(judge.analyse(board, chess.engine.Limit(depth=depth), game=object()), board.turn)
+
+    return value, judge.quit
+
+
+def go_judge(command: str, size: int, komi: float) -> tuple[Callable[[list[str]], float], Callable[[], None]]:
+    """(GNU Go's estimated score of a line of moves, Black ahead positive; close)."""
+    judge = GtpProcess(command)
+
+    def value(texts: list[str]) -> float:
+        judge.send(f"boardsize {size}")
+        judge.send("clear_board")
+        judge.send(f"komi {komi:g}")
+        for ply, vertex in enumerate(texts):
+            judge.send(f"play {'bw'[ply % 2]} {vertex}")
+        estimate = judge.send("estimate_score", timeout=60.0)
+        match = re.match(r"\s*([BW])\+(\d+(?:\.\d+)?)", estimate)
+        if match is None:
+            return 0.0  # "0" or unreadable: even
+        return float(match.group(2)) * (1.0 if match.group(1) == "B" else -1.0)
+
+    return value, judge.close
+
+
+def balanced_openings(
+    game_id: str, count: int, plies: int, judge: str, max_value: float, seed: int = 0,
+    depth: int = 10, komi: float = 7.5, tries: int = 100_000,
+) -> Iterator[str]:
+    """Up to ``count`` distinct balanced openings (see the module docstring), one line each."""
+    rng = np.random.default_rng(seed)
+    seen: set[str] = set()
+    if game_id == "chess":
+        value, close = chess_judge(judge, depth)
+    else:
+        size = engine.games.get(game_id).size  # type: ignore[attr-defined]
+        value_of_line, close = go_judge(judge, size, komi)
+    try:
+        for _ in range(tries):
+            if len(seen) >= count:
+                return
+            drawn = random_line(game_id, plies, rng)
+            if drawn is None:
+                continue
+            texts, state = drawn
+            line = " ".join(texts)
+            if game_id == "chess":
+                line = f"{engine.games.get('chess').initial_state().fen()} moves {line}"
+                balanced = abs(value(state)) <= max_value
+            else:
+                balanced = abs(value_of_line(texts)) <= max_value
+            if balanced and line not in seen:
+                seen.add(line)
+                yield line
+    finally:
+        close()

@@ -1,0 +1,28 @@
+"""A UCI engine's evaluation of a line as one number: W - L in [-1, 1] for the side to move.
+
+Teacher labelling (`training.teacher`) and the opening generator (`protocols.openings`) both
+read a UCI engine's opinion of positions; they must read it the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import chess
+import chess.engine
+
+
+def wdl_value(info: chess.engine.InfoDict, turn: chess.Color) -> float:
+    """W - L in [-1, 1] of one analysed line, from the view of the side to move (``turn``).
+
+    A mate score is exactly +-1 (Stockfish's WDL is then 1000/0/0 anyway); without WDL output
+    the centipawn score is squashed by tanh(cp / 400) (a pawn is worth about 0.25).
+    """
+    score = info["score"].pov(turn)
+    if score.is_mate():
+        return 1.0 if score.mate() > 0 else -1.0
+    wdl = info.get("wdl")
+    if wdl is not None:
+        w, _, l = wdl.pov(turn)
+        return (w - l) / 1000.0
+    return math.tanh(score.score() / 400.0)

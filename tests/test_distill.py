@@ -1,0 +1,216 @@
+"""Teacher labelling (training.teacher) and distillation (training.distill) with real Stockfish."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import chess
+import chess.engine
+import numpy as np
+import pytest
+import torch
+
+import engine.games
+from training import teacher
+from training.distill import LabelledSet, batches, distill_loss, to_samples, validation_metrics
+from training.nets import NetConfig, build_net
+from training.trainer import EvalConfig, OptimConfig, Trainer, TrainConfig, load_config
+
+CONFIGS = Path(__file__).resolve().parent.parent / "training" / "configs"
+
+
+def small_config(stockfish: str, **changes) -> teacher.LabelConfig:
+    """Depth-2 labels in short games: seconds per shard."""
+    settings = dict(teacher=stockfish, positions=300, depth=2, max_plies=40, games_per_shard=3,
+                    validation_every=4, opening_plies=4)
+    return teacher.LabelConfig(**{**settings, **changes})
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory: pytest.TempPathFactory, stockfish_path: str) -> Path:
+    folder = tmp_path_factory.mktemp("labels") / "chess"
+    teacher.label(small_config(stockfish_path, positions=1500), folder, jobs=2)
+    return folder
+
+
+def test_labels_equal_a_direct_stockfish_query(stockfish_path: str) -> None:
+    game = teacher.rules("chess")
+    config = small_config(stockfish_path, depth=5)
+    fens = ["r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
+            "8/5pk1/6p1/8/3Q4/6P1/5P1K/3r4 b - - 0 40"]
+    ours = teacher.open_teacher(config)
+    direct = chess.engine.SimpleEngine.popen_uci(stockfish_path)
+    direct.configure({"Threads": 1, "Hash": 16, "UCI_ShowWDL": True})
+    try:
+        for fen in fens:
+            state = game.from_fen(fen)
+            actions, values, _ = teacher.label_position(ours, game, state, config.limit())
+            board = chess.Board(fen)
+            infos = direct.analyse(board, chess.engine.Limit(depth=5), multipv=board.legal_moves.count(), game=object())
+            expected = {info["pv"][0]: info["wdl"].pov(board.turn) for info in infos}
+            assert len(actions) == len(expected) == board.legal_moves.count()
+            for action, value in zip(actions, values):
+                move = game.action_to_move(state, int(action))
+                w, _, l = expected[move]
+                assert value == pytest.approx((w - l) / 1000, abs=1e-6), move.uci()
+    finally:
+        ours.quit()
+        direct.quit()
+
+
+def test_mate_is_worth_one_and_stalemate_nothing(stockfish_path: str) -> None:
+    game = teacher.rules("chess")
+    state = game.from_fen("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1")
+    config = small_config(stockfish_path, depth=4)
+    engine_ = teacher.open_teacher(config)
+    try:
+        actions, values, _ = teacher.label_position(engine_, game, state, config.limit())
+    finally:
+        engine_.quit()
+    by_move = {game.action_to_text(state, int(a)): float(v) for a, v in zip(actions, values)}
+    assert by_move["c1c8"] == 1.0  # Qc8 mate
+    assert by_move["c1c7"] == 0.0  # Qc7 stalemate: a draw
+    assert max(by_move.values()) == 1.0 and len(by_move) == len(list(state.board.legal_moves))
+
+
+def test_a_shard_round_trips(tmp_path: Path) -> None:
+    games = [teacher.LabelledGame(7, ["e2e4", "e7e5"], [11, 12], [np.array([1, 2]), np.array([3])],
+                                  [np.array([0.5, -0.25], np.float32), np.array([0.0], np.float32)])]
+    seen = {12}  # the second position is a duplicate of an earlier game's
+    arrays, counts = teacher.shard_arrays(games, seen, teacher.LabelConfig(teacher="x"))
+    assert counts["positions"] == 1 and counts["duplicates"] == 1 and seen == {11, 12}
+    teacher.write_shard(tmp_path / "s.npz", arrays)
+    back = teacher.read_shard(tmp_path / "s.npz")
+    assert set(back) == set(arrays)
+    for name in arrays:
+        np.testing.assert_array_equal(back[name], arrays[name])
+    assert str(back["game_moves"][0]) == "e2e4 e7e5" and back["label_start"].tolist() == [0, 2]
+
+
+def _hashes(folder: Path) -> list[int]:
+    return [int(h) for path in teacher.shard_paths(folder) for h in teacher.read_shard(path)["hash"]]
+
+
+def test_sigkill_during_labelling_then_resume_loses_and_repeats_nothing(tmp_path: Path, stockfish_path: str) -> None:
+    config = small_config(stockfish_path, positions=600)
+    whole = tmp_path / "whole"
+    teacher.label(config, whole, jobs=1)
+    killed = tmp_path / "killed"
+    script = (f"from training import teacher; import sys\n"
+              f"teacher.label(teacher.LabelConfig(**{dataclasses.asdict(config)!r}), sys.argv[1], jobs=2)\n")
+    process = subprocess.Popen([sys.executable, "-c", script, str(killed)], start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(killed.glob("shard-*.npz"))) < 2:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)  # the labeller and its teachers, mid-shard
+    process.wait()
+    before = teacher.Manifest.read(killed)
+    assert before is not None and 0 < before.positions < config.positions
+    manifest = teacher.label(config, killed, jobs=2)
+    resumed = _hashes(killed)
+    assert len(resumed) == len(set(resumed)) == manifest.positions
+    assert resumed == _hashes(whole)  # the same positions in the same order
+    assert manifest.games == teacher.Manifest.read(whole).games
+
+
+def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: Path) -> None:
+    game = engine.games.get("chess")
+    data = LabelledSet.load(labelled, game, progress=False)
+    manifest = teacher.Manifest.read(labelled)
+    assert len(data) == manifest.positions and data.validation.sum() == manifest.validation_positions
+    assert 0 < data.validation.sum() < len(data)
+    train = set(np.flatnonzero(~data.validation).tolist())
+    epoch = [batches(data, 100, seed=3, iteration=i) for i in range(len(train) // 100 + 2)]
+    first_epoch = np.concatenate(epoch)[: len(train)]
+    assert set(first_epoch.tolist()) == train  # every training position once per epoch
+    np.testing.assert_array_equal(batches(data, 100, 3, 5), batches(data, 100, 3, 5))
+    samples = to_samples(data, np.arange(5), game.num_actions, temperature=0.0)
+    for row in range(5):
+        actions, values = data.labels(row)
+        assert samples.masks[row].sum() == len(actions)
+        assert samples.policy[row, actions[values.argmax()]] == 1.0
+        np.testing.assert_allclose(samples.q_targets[row, actions], values)
+        assert np.isnan(samples.q_targets[row, ~samples.masks[row]]).all()
+
+
+def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_untrained_net(labelled: Path) -> None:
+    game = engine.games.get("chess")
+    data = LabelledSet.load(labelled, game, progress=False)
+    torch.manual_seed(0)
+    model = build_net(game, NetConfig(blocks=1, channels=16))
+    device = torch.device("cpu")
+    before = validation_metrics(model, data, game.num_actions, device)
+    validation = to_samples(data, np.flatnonzero(data.validation), game.num_actions, 0.05)
+
+    def validation_loss() -> float:
+        with torch.no_grad():
+            batch = {k: torch.from_numpy(getattr(validation, k)) for k in ("masks", "policy", "q_targets")}
+            model.eval()
+            loss = float(distill_loss(model(torch.from_numpy(validation.obs)), batch)[0])
+            model.train()
+            return loss
+
+    loss_before = validation_loss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    from training.trainer import fit
+
+    for iteration in range(5):  # about one epoch: 1,500 positions overfit after that
+        samples = to_samples(data, batches(data, 256, 0, iteration), game.num_actions, 0.05)
+        fit(model, optimizer, samples, distill_loss, 64, 1, device)
+    after = validation_metrics(model, data, game.num_actions, device)
+    assert validation_loss() < loss_before
+    assert after["val_top1"] > before["val_top1"]
+    assert after["val_q_mse"] < before["val_q_mse"]
+
+
+def test_init_starts_klent_from_a_distilled_net(labelled: Path, tmp_path: Path) -> None:
+    base = load_config(CONFIGS / "chess_distill_cpu.toml")
+    config = dataclasses.replace(
+        base, blocks=1, channels=8, iterations=2, export_every=1, keep_every=0,
+        distill=dataclasses.replace(base.distill, data=str(labelled), positions=128),
+        optim=OptimConfig(batch_size=64), eval=EvalConfig(every=1, games=0),
+    )
+    run = Trainer(config, tmp_path / "distill", threads=1)
+    run.run(progress=False)
+    run.close()
+    record = json.loads((tmp_path / "distill" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert {"val_top1", "val_q_mse", "policy_loss", "value_loss"} <= set(record)
+    distilled = run.model.state_dict()
+
+    klent = load_config(CONFIGS / "chess_cpu.toml")
+    follow = dataclasses.replace(
+        klent, blocks=1, channels=8, init=str(tmp_path / "distill" / "checkpoint.pt"),
+        game_options={"max_moves": 16}, selfplay=dataclasses.replace(klent.selfplay, games=2, steps=4),
+        optim=OptimConfig(batch_size=8), eval=EvalConfig(every=0),
+    )
+    second = Trainer(follow, tmp_path / "klent", threads=1)
+    for name, tensor in second.model.state_dict().items():
+        assert torch.equal(tensor, distilled[name]), name
+    second.run(iterations=1, progress=False)
+    second.close()
+    assert json.loads((tmp_path / "klent" / "metrics.jsonl").read_text())["iteration"] == 1
+    with pytest.raises(ValueError, match="checkpoint.pt"):
+        Trainer(dataclasses.replace(follow, init="weights/chess.onnx"), tmp_path / "onnx", threads=1)
+    with pytest.raises(ValueError, match="this run builds"):
+        Trainer(dataclasses.replace(follow, channels=16), tmp_path / "shape", threads=1)
+
+
+def test_the_label_command_says_what_it_did(tmp_path: Path) -> None:
+    out = tmp_path / "set"
+    done = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out), "--positions", "20",
+                           "--depth", "1", "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "positions" in done.stdout and teacher.Manifest.read(out).positions >= 20
+    bad = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out),
+                          "--teacher", "no-such-engine"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "not found" in bad.stderr and "Traceback" not in bad.stderr
+    changed = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out),
+                              "--depth", "3"], capture_output=True, text=True, timeout=60)
+    assert changed.returncode == 2 and "other settings (depth)" in changed.stderr

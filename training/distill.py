@@ -1,0 +1,227 @@
+"""Action-value distillation: fit the policy and Q heads to a teacher's labelled positions.
+
+This is the `klent train --algo distill` algorithm, readable top to bottom:
+
+1. `LabelledSet.load` replays the games of a labelled set (`training.teacher`) once and keeps
+   each stored position's observation (float16) and its labels (ragged: legal action, value);
+2. `batches` walks the training positions in a fresh seeded permutation per epoch, so that
+   iteration ``i`` of a run always sees the same positions and a resume is exact;
+3. `to_samples` turns a chunk of positions into the trainer's `Samples`: the policy target is
+   a softmax of the teacher's values at ``temperature`` (0: all mass on the best move), the
+   action-value targets are the values themselves on every labelled move (NaN elsewhere);
+4. `distill_loss` = CE(target, pi_theta) + q_weight * mean over labelled moves of
+   (Q_theta(s, a) - Q_teacher(s, a))^2 -- Ruoss et al. 2024 regress every legal move's value;
+5. `validation_metrics`: on the held-out games, top-1 agreement of pi_theta with the teacher's
+   best move, the mean squared Q error, and the share of *tactical* positions solved -- those
+   where the teacher's best move is worth at least `TACTIC_GAP` more than any other (a mate,
+   a winning capture, the only defence): a reactive player must find exactly that move.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from engine.games.base import Game
+from training.klent import masked_log_policy
+from training.selfplay import Samples
+from training.teacher import LabelConfig, Manifest, read_shard, rules, shard_paths
+
+TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "tactical" position
+
+
+@dataclass(frozen=True)
+class DistillConfig:
+    """The ``[distill]`` section of a training config."""
+
+    data: str = ""  # folder of a labelled set (`klent distill label --out`)
+    temperature: float = 0.05  # of the policy target softmax(Q_teacher / T); 0: one-hot best
+    q_weight: float = 1.0
+    positions: int = 8192  # positions fitted per iteration
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0 or self.q_weight < 0 or self.positions < 1:
+            raise ValueError("[distill] needs temperature >= 0, q_weight >= 0 and positions >= 1")
+
+
+@dataclass
+class LabelledSet:
+    """Positions of a labelled set ready to fit: observations and ragged labels."""
+
+    obs: np.ndarray  # float16[N, C, H, W]
+    label_start: np.ndarray  # int64[N + 1]
+    action: np.ndarray  # int64[L]
+    value: np.ndarray  # float32[L]
+    validation: np.ndarray  # bool[N]: from a validation game
+
+    def __len__(self) -> int:
+        return len(self.obs)
+
+    @classmethod
+    def load(cls, folder: str | Path, game: Game, progress: bool = True) -> LabelledSet:
+        """Replay every game of the set at ``folder`` and encode its stored positions."""
+        manifest = Manifest.read(Path(folder))
+        if manifest is None:
+            raise FileNotFoundError(f"{folder} holds no labelled set (run `klent distill label` first)")
+        config = LabelConfig(**manifest.config)
+        if config.game != game.name:
+            raise ValueError(f"{folder} holds {config.game} positions, not {game.name}")
+        obs = np.empty((manifest.positions, *game.observation_shape), dtype=np.float16)
+        starts, actions, values, validation = [np.zeros(1, np.int64)], [], [], []
+        replay = rules(config.game)
+        row = 0
+        bar = tqdm(total=manifest.positions, unit="pos", desc="encoding", disable=not progress)
+        for path in shard_paths(Path(folder)):
+            shard = read_shard(path)
+            by_game: dict[int, list[int]] = {}
+            for position, game_row in enumerate(shard["position_game"]):
+                by_game.setdefault(int(game_row), []).append(position)
+            for game_row, positions in by_game.items():
+                states = _states_at(replay, str(shard["game_moves"][game_row]), shard["ply"][positions])
+                for position, state in zip(positions, states):
+                    obs[row] = game.encode(state)
+                    row += 1
+                is_validation = config.is_validation(int(shard["game_index"][game_row]))
+                validation.extend([is_validation] * len(positions))
+            bar.update(len(shard["ply"]))
+            starts.append(shard["label_start"][1:] + (starts[-1][-1] if len(starts) else 0))
+            # positions were visited game by game, which is their stored order within a shard
+            actions.append(shard["action"].astype(np.int64))
+            values.append(shard["value"])
+        bar.close()
+        return cls(
+            obs=obs[:row],
+            label_start=np.concatenate(starts),
+            action=np.concatenate(actions) if actions else np.zeros(0, np.int64),
+            value=np.concatenate(values) if values else np.zeros(0, np.float32),
+            validation=np.array(validation, dtype=bool),
+        )
+
+    def labels(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """The labelled actions of position ``index`` and their values."""
+        start, end = self.label_start[index], self.label_start[index + 1]
+        return self.action[start:end], self.value[start:end]
+
+
+def _states_at(game: Game, moves: str, plies: np.ndarray) -> list:
+    """The states of a game (given as space-separated move text) before the moves ``plies``."""
+    wanted = set(int(p) for p in plies)
+    state = game.initial_state()
+    found = {}
+    for ply, text in enumerate(moves.split() if moves else []):
+        if ply in wanted:
+            found[ply] = state
+        state = state.play(game.text_to_action(state, text))
+    if len(moves.split()) in wanted:
+        found[len(moves.split())] = state
+    return [found[int(p)] for p in plies]
+
+
+def batches(dataset: LabelledSet, per_iteration: int, seed: int, iteration: int) -> np.ndarray:
+    """The training positions of iteration ``iteration`` (0-based): the next ``per_iteration``
+    of an endless walk through seeded per-epoch permutations of the training positions."""
+    train = np.flatnonzero(~dataset.validation)
+    if len(train) == 0:
+        raise ValueError("the labelled set has no training positions")
+    first = iteration * per_iteration
+    chunks = []
+    while sum(len(c) for c in chunks) < per_iteration:
+        epoch, offset = divmod(first, len(train))
+        order = np.random.default_rng([seed, epoch]).permutation(len(train))
+        take = order[offset : offset + per_iteration - sum(len(c) for c in chunks)]
+        chunks.append(train[take])
+        first += len(take)
+    return np.concatenate(chunks)
+
+
+def to_samples(dataset: LabelledSet, index: np.ndarray, num_actions: int, temperature: float) -> Samples:
+    """`Samples` of the positions ``index``: policy target, Q targets (NaN where unlabelled)."""
+    count = len(index)
+    masks = np.zeros((count, num_actions), dtype=bool)
+    policy = np.zeros((count, num_actions), dtype=np.float32)
+    q_targets = np.full((count, num_actions), np.nan, dtype=np.float32)
+    best = np.empty(count, dtype=np.int64)
+    value = np.empty(count, dtype=np.float32)
+    for row, position in enumerate(index):
+        actions, values = dataset.labels(int(position))
+        masks[row, actions] = True
+        q_targets[row, actions] = values
+        policy[row, actions] = teacher_policy(values, temperature)
+        best[row] = actions[int(values.argmax())]
+        value[row] = values.max()
+    return Samples(
+        obs=dataset.obs[index].astype(np.float32),
+        masks=masks,
+        actions=best,
+        policy=policy,
+        returns=value,
+        value_weight=np.zeros(count, dtype=np.float32),
+        simulator_evaluations=0,
+        q_targets=q_targets,
+    )
+
+
+def teacher_policy(values: np.ndarray, temperature: float) -> np.ndarray:
+    """softmax(values / temperature) over one position's labelled moves; one-hot best at 0."""
+    if temperature <= 0:
+        policy = np.zeros(len(values), dtype=np.float32)
+        policy[int(values.argmax())] = 1.0
+        return policy
+    weights = np.exp((values - values.max()) / temperature)
+    return (weights / weights.sum()).astype(np.float32)
+
+
+def distill_loss(
+    outputs: tuple, batch: dict[str, torch.Tensor], q_weight: float = 1.0
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """CE(teacher policy, pi_theta) + q_weight * per-position mean (Q_theta - Q_teacher)^2."""
+    logits, action_values, _ = outputs
+    mask = batch["masks"]
+    policy_loss = -(batch["policy"] * masked_log_policy(logits, mask)).sum(dim=-1).mean()
+    targets = batch["q_targets"]
+    labelled = ~torch.isnan(targets)
+    errors = torch.where(labelled, action_values - torch.nan_to_num(targets), torch.zeros_like(targets))
+    per_position = errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)
+    value_loss = per_position.mean()
+    return policy_loss + q_weight * value_loss, {
+        "policy_loss": policy_loss.detach(),
+        "value_loss": value_loss.detach(),
+    }
+
+
+@torch.no_grad()
+def validation_metrics(
+    model: torch.nn.Module, dataset: LabelledSet, num_actions: int, device: torch.device, batch_size: int = 512
+) -> dict[str, float]:
+    """Top-1 agreement with the teacher's best move, Q mean squared error, tactics solved, on
+    the validation positions; empty when the set has none."""
+    index = np.flatnonzero(dataset.validation)
+    if len(index) == 0:
+        return {}
+    model.eval()
+    agree = tactics = solved = 0
+    squared = 0.0
+    for start in range(0, len(index), batch_size):
+        chunk = to_samples(dataset, index[start : start + batch_size], num_actions, 0.0)
+        logits, action_values, _ = model(torch.from_numpy(chunk.obs).to(device))
+        masks = torch.from_numpy(chunk.masks).to(device)
+        chosen = logits.masked_fill(~masks, -1e9).argmax(dim=-1).cpu().numpy()
+        agree += int((chosen == chunk.actions).sum())
+        targets = torch.from_numpy(chunk.q_targets).to(device)
+        labelled = ~torch.isnan(targets)
+        errors = torch.where(labelled, action_values.float() - torch.nan_to_num(targets), torch.zeros_like(targets))
+        squared += float((errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)).sum())
+        for row, position in enumerate(index[start : start + batch_size]):
+            _, values = dataset.labels(int(position))
+            if len(values) > 1 and np.partition(values, -2)[-2] <= values.max() - TACTIC_GAP:
+                tactics += 1
+                solved += int(chosen[row] == chunk.actions[row])
+    model.train()
+    metrics = {"val_top1": agree / len(index), "val_q_mse": squared / len(index), "val_positions": float(len(index))}
+    if tactics:
+        metrics.update(val_tactics_solved=solved / tactics, val_tactics=float(tactics))
+    return metrics

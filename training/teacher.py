@@ -1,0 +1,407 @@
+"""Teacher labelling: positions from a strong engine's games, each labelled with its move values.
+
+`klent distill label` runs this.  Ruoss et al. 2024 ("Grandmaster-Level Chess Without
+Search") trained a network on a teacher's value of *every legal move* of a position and found
+these action-value targets beat state values and behavioural cloning at equal data; klent's
+Q head is exactly that output, so a labelled set trains both heads (`training.distill`).
+
+Chess, with a UCI teacher (Stockfish):
+
+* **Positions** come from games the teacher plays against itself.  Every position of a game is
+  searched once with ``multipv`` = all legal moves; the move played is drawn from those very
+  values, so a game costs one search per ply.  The first ``opening_plies`` plies are drawn
+  uniformly among the moves within ``opening_margin`` of the best (varied, still balanced
+  openings); after that each side plays at a strength drawn per game: a softmax of the values
+  at a temperature from `TEMPERATURES` (0 = always the best move).  This is the "teacher
+  against itself at mixed strengths" of the issue with the teacher's own notion of a mistake.
+  A game ends by the rules, at ``max_plies``, or once the teacher has called it decided
+  (|W - L| >= 0.95) for ``decided_plies`` plies running -- long enough to keep the technique
+  of converting a won position, short of shuffling in a dead one.
+* **Labels**: each legal move's value as W - L of the teacher's WDL (``UCI_ShowWDL``) from the
+  mover's view, in [-1, 1] (a mate score is +-1); the best move; the state value (the best
+  move's value).
+
+Storage: a folder with ``manifest.json`` and ``shard-NNNNN.npz`` files, each holding
+``games_per_shard`` consecutive games whole.  Game ``i`` is fully determined by
+(seed, i) and the teacher (its hash is cleared before each game and it searches with one
+thread), so a labelling run killed at any moment resumes at the first game not in a
+committed shard and produces exactly the positions an uninterrupted run would.  Positions are
+deduplicated by Zobrist hash across the whole set, in game order; game ``i`` is a validation
+game when ``i % validation_every == validation_every - 1``, so the split is by game, never by
+position.  A shard is written atomically and only then listed in the manifest (also atomic); a
+shard file the manifest does not list is left over from a kill and is rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import shlex
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import chess
+import chess.engine
+import chess.polyglot
+import numpy as np
+
+import engine.games
+from engine.files import atomic_target, write_text_atomically
+from engine.games.chess import ChessGame, ChessState
+from protocols.uci_value import wdl_value
+
+MANIFEST = "manifest.json"
+FORMAT = 1  # shard layout version, in the manifest
+
+# Per-game strengths after the opening: softmax temperatures over W - L values (0 = best move).
+# 0.02 loses ~0.02 per move at most often; 0.1 makes the mistakes of a weak club player.
+TEMPERATURES = (0.0, 0.0, 0.01, 0.03, 0.1)
+
+
+@dataclass(frozen=True)
+class LabelConfig:
+    """What to label and how; stored in the manifest so that a resume cannot change it."""
+
+    game: str = "chess"
+    teacher: str = "stockfish"  # command line of a UCI engine
+    positions: int = 10_000  # stop once this many distinct positions are stored
+    depth: int | None = 6  # the teacher's search per position (depth or nodes)
+    nodes: int | None = None
+    seed: int = 0
+    opening_plies: int = 6
+    opening_margin: float = 0.1  # opening moves within this much W - L of the best
+    max_plies: int = 300  # a game longer than this stops (its positions are kept)
+    decided_plies: int = 40  # a game stops once the best move's |W - L| >= 0.95 this many plies running
+    games_per_shard: int = 20
+    validation_every: int = 20  # every 20th game is a validation game (5 %)
+    hash_mb: int = 16
+
+    def __post_init__(self) -> None:
+        if self.game != "chess":
+            raise ValueError(f"teacher labelling supports chess so far, not {self.game!r}")
+        if (self.depth is None) == (self.nodes is None):
+            raise ValueError("give the teacher exactly one of a depth or a node limit")
+        if (self.depth or self.nodes or 0) < 1:
+            raise ValueError("the teacher's depth or node limit must be at least 1")
+        if self.positions < 1 or self.games_per_shard < 1 or self.validation_every < 2:
+            raise ValueError("positions and games_per_shard must be >= 1, validation_every >= 2")
+        if self.opening_plies < 0 or self.max_plies < 1 or not 0 <= self.opening_margin <= 2:
+            raise ValueError("opening_plies >= 0, max_plies >= 1 and 0 <= opening_margin <= 2")
+
+    def limit(self) -> chess.engine.Limit:
+        return chess.engine.Limit(depth=self.depth, nodes=self.nodes)
+
+    def is_validation(self, game: int) -> bool:
+        return game % self.validation_every == self.validation_every - 1
+
+
+@dataclass
+class LabelledGame:
+    """One teacher game: its moves and, for each position before a move, the labels."""
+
+    index: int
+    moves: list[str]  # UCI text of every move played, from the initial position
+    hashes: list[int]  # Zobrist hash of each labelled position (one per ply)
+    actions: list[np.ndarray]  # per position: the legal actions (klent's action indices)
+    values: list[np.ndarray]  # per position: their W - L values, same order
+    nodes: int = 0  # the teacher's nodes over the game (for the throughput report)
+
+
+@dataclass
+class Manifest:
+    config: dict
+    teacher_name: str
+    shards: list[str] = field(default_factory=list)
+    games: int = 0
+    positions: int = 0  # distinct positions stored
+    train_positions: int = 0
+    validation_positions: int = 0
+    duplicates: int = 0  # positions dropped because an earlier game had them
+    labels: int = 0  # labelled moves
+    teacher_nodes: int = 0
+    teacher_seconds: float = 0.0  # wall time of the teacher's searches, summed over jobs
+    format: int = FORMAT
+
+    @classmethod
+    def read(cls, folder: Path) -> Manifest | None:
+        path = folder / MANIFEST
+        if not path.is_file():
+            return None
+        try:
+            return cls(**json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{path} is not a labelling manifest: {error}") from None
+
+    def write(self, folder: Path) -> None:
+        write_text_atomically(folder / MANIFEST, json.dumps(asdict(self), indent=2) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# The teacher's view of one position
+# ---------------------------------------------------------------------------------------------
+
+
+def label_position(
+    teacher: chess.engine.SimpleEngine, game: ChessGame, state: ChessState, limit: chess.engine.Limit
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every legal move of ``state`` with its value: (actions int32[n], values float32[n], nodes).
+
+    One ``multipv`` search with as many lines as legal moves.  A move the teacher did not
+    report (it can happen at tiny limits) is searched on its own (``searchmoves``).
+    """
+    board = state.board
+    legal = list(board.legal_moves)
+    infos = teacher.analyse(board, limit, multipv=len(legal), game=state)
+    values: dict[chess.Move, float] = {}
+    nodes = 0
+    for info in infos:
+        if "pv" in info and info["pv"] and "score" in info:
+            values.setdefault(info["pv"][0], wdl_value(info, board.turn))
+            nodes = max(nodes, int(info.get("nodes", 0)))
+    for move in legal:
+        if move not in values:
+            info = teacher.analyse(board, limit, root_moves=[move], game=state)
+            values[move] = wdl_value(info, board.turn)
+            nodes += int(info.get("nodes", 0))
+    actions = np.array([game.move_to_action(state, move) for move in legal], dtype=np.int32)
+    return actions, np.array([values[move] for move in legal], dtype=np.float32), nodes
+
+
+def choose(values: np.ndarray, rng: np.random.Generator, temperature: float, margin: float | None) -> int:
+    """Index of the move to play: uniform within ``margin`` of the best (an opening move), else
+    a softmax of the values at ``temperature`` (0: the best, the first on ties)."""
+    best = float(values.max())
+    if margin is not None:
+        return int(rng.choice(np.flatnonzero(values >= best - margin)))
+    if temperature <= 0:
+        return int(values.argmax())
+    weights = np.exp((values - best) / temperature)
+    return int(rng.choice(len(values), p=weights / weights.sum()))
+
+
+def rules(game_id: str) -> ChessGame:
+    """The rules teacher games are played and replayed under: no move cap (a game's length is
+    the labeller's `LabelConfig.max_plies`, not a training preset's cap)."""
+    game = engine.games.get(game_id, max_moves=None)
+    assert isinstance(game, ChessGame)
+    return game
+
+
+def play_labelled_game(teacher: chess.engine.SimpleEngine, config: LabelConfig, index: int) -> LabelledGame:
+    """Game ``index`` of the set: the teacher against itself, every position labelled."""
+    game = rules(config.game)
+    rng = np.random.default_rng([config.seed, index])
+    temperatures = [float(rng.choice(TEMPERATURES)) for _ in range(2)]
+    record = LabelledGame(index, [], [], [], [])
+    state = game.initial_state()
+    limit = config.limit()
+    decided = 0  # plies in a row whose outcome the teacher already calls decisive
+    while not state.is_terminal and state.move_number < config.max_plies and decided < config.decided_plies:
+        actions, values, nodes = label_position(teacher, game, state, limit)
+        decided = decided + 1 if abs(float(values.max())) >= 0.95 else 0
+        record.hashes.append(chess.polyglot.zobrist_hash(state.board))
+        record.actions.append(actions)
+        record.values.append(values)
+        record.nodes += nodes
+        opening = state.move_number < config.opening_plies
+        pick = choose(values, rng, temperatures[state.to_play], config.opening_margin if opening else None)
+        action = int(actions[pick])
+        record.moves.append(game.action_to_text(state, action))
+        state = state.play(action)
+    return record
+
+
+# ---------------------------------------------------------------------------------------------
+# Shards
+# ---------------------------------------------------------------------------------------------
+
+
+def shard_arrays(games: list[LabelledGame], seen: set[int], config: LabelConfig) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+    """The arrays of one shard, keeping only positions whose hash is not in ``seen`` (which
+    grows), and the counts to add to the manifest.
+
+    Layout: ``game_index``/``game_moves`` per game (moves as one space-separated string);
+    per position ``position_game`` (row in the shard's games), ``ply``, ``hash``,
+    ``label_start`` (offset of its labels; one more entry at the end); per label ``action``
+    and ``value``.
+    """
+    position_game, plies, hashes, starts, actions, values = [], [], [], [0], [], []
+    counts = {"positions": 0, "train_positions": 0, "validation_positions": 0, "duplicates": 0, "labels": 0}
+    for row, record in enumerate(games):
+        for ply, key in enumerate(record.hashes):
+            if key in seen:
+                counts["duplicates"] += 1
+                continue
+            seen.add(key)
+            position_game.append(row)
+            plies.append(ply)
+            hashes.append(key)
+            actions.append(record.actions[ply])
+            values.append(record.values[ply])
+            starts.append(starts[-1] + len(record.actions[ply]))
+            counts["positions"] += 1
+            counts["validation_positions" if config.is_validation(record.index) else "train_positions"] += 1
+            counts["labels"] += len(record.actions[ply])
+    arrays = {
+        "game_index": np.array([g.index for g in games], dtype=np.int64),
+        "game_moves": np.array([" ".join(g.moves) for g in games], dtype=np.str_),
+        "position_game": np.array(position_game, dtype=np.int32),
+        "ply": np.array(plies, dtype=np.int32),
+        "hash": np.array(hashes, dtype=np.uint64),
+        "label_start": np.array(starts, dtype=np.int64),
+        "action": np.concatenate(actions).astype(np.int32) if actions else np.zeros(0, np.int32),
+        "value": np.concatenate(values).astype(np.float32) if values else np.zeros(0, np.float32),
+    }
+    return arrays, counts
+
+
+def write_shard(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    with atomic_target(path) as tmp:
+        with open(tmp, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+
+
+def read_shard(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[name] for name in data.files}
+
+
+def shard_paths(folder: Path) -> list[Path]:
+    """The committed shards of a labelled set, in order (those its manifest lists)."""
+    manifest = Manifest.read(Path(folder))
+    if manifest is None:
+        raise FileNotFoundError(f"{folder} holds no labelled set ({MANIFEST} is missing)")
+    return [Path(folder) / name for name in manifest.shards]
+
+
+# ---------------------------------------------------------------------------------------------
+# The labelling run
+# ---------------------------------------------------------------------------------------------
+
+
+class _Teachers:
+    """One teacher process per worker thread, started on first use, all closed at the end."""
+
+    def __init__(self, config: LabelConfig) -> None:
+        self.config = config
+        self.local = threading.local()
+        self.started: list[chess.engine.SimpleEngine] = []
+        self.lock = threading.Lock()
+
+    def get(self) -> chess.engine.SimpleEngine:
+        teacher = getattr(self.local, "teacher", None)
+        if teacher is None:
+            teacher = open_teacher(self.config)
+            self.local.teacher = teacher
+            with self.lock:
+                self.started.append(teacher)
+        return teacher
+
+    def close(self) -> None:
+        for teacher in self.started:
+            try:
+                teacher.quit()
+            except Exception:  # noqa: BLE001 - a teacher that died is closed anyway
+                pass
+
+
+def open_teacher(config: LabelConfig) -> chess.engine.SimpleEngine:
+    """The teacher with one thread, a small hash and WDL output (deterministic searches)."""
+    try:
+        teacher = chess.engine.SimpleEngine.popen_uci(shlex.split(config.teacher), timeout=60.0)
+    except (OSError, chess.engine.EngineError, TimeoutError) as error:
+        raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
+    options = {"Threads": 1, "Hash": config.hash_mb, "UCI_ShowWDL": True}
+    teacher.configure({k: v for k, v in options.items() if k in teacher.options})
+    return teacher
+
+
+def label(
+    config: LabelConfig,
+    out: str | Path,
+    jobs: int = 1,
+    progress: Callable[[Manifest], None] | None = None,
+) -> Manifest:
+    """Label until ``config.positions`` distinct positions are stored in ``out``; resumable.
+
+    ``jobs`` games are played at once, each by its own teacher process.  ``progress(manifest)``
+    follows every committed shard.  A folder labelled with other settings is refused.
+    """
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = Manifest.read(folder)
+    settings = json.loads(json.dumps(asdict(config)))
+    teachers = _Teachers(config)
+    try:
+        if manifest is None:
+            manifest = Manifest(settings, teacher_name=str(teachers.get().id.get("name", config.teacher)))
+            manifest.write(folder)
+        elif manifest.config != settings:
+            changed = sorted(k for k in settings if k != "positions" and manifest.config.get(k) != settings[k])
+            if changed:
+                raise ValueError(f"{folder} was labelled with other settings ({', '.join(changed)}); "
+                                 "use the same ones or another --out")
+            manifest.config = settings  # only the target count grew or shrank
+        seen: set[int] = set()
+        for path in shard_paths(folder):
+            seen.update(int(h) for h in read_shard(path)["hash"])
+        listed = set(manifest.shards)
+        for stale in folder.glob("shard-*.npz"):
+            if stale.name not in listed:
+                stale.unlink()  # written by a run killed before its manifest listed it
+        for stale in folder.glob(".*.tmp*"):
+            stale.unlink()
+        batches = _games_in_order(config, teachers, manifest.games, jobs)
+        while manifest.positions < config.positions:
+            games, seconds = next(batches)
+            arrays, counts = shard_arrays(games, seen, config)
+            name = f"shard-{len(manifest.shards):05d}.npz"
+            write_shard(folder / name, arrays)
+            manifest.shards.append(name)
+            manifest.games += len(games)
+            for key, value in counts.items():
+                setattr(manifest, key, getattr(manifest, key) + value)
+            manifest.teacher_nodes += sum(g.nodes for g in games)
+            manifest.teacher_seconds += seconds
+            manifest.write(folder)
+            if progress is not None:
+                progress(manifest)
+        batches.close()
+    finally:
+        teachers.close()
+    return manifest
+
+
+def _games_in_order(
+    config: LabelConfig, teachers: _Teachers, first: int, jobs: int
+) -> Iterator[tuple[list[LabelledGame], float]]:
+    """Shards' worth of games from game ``first`` on, in game order, ``jobs`` played at once;
+    with each shard the teacher's wall seconds it took (summed over the workers)."""
+    seconds: queue.SimpleQueue[float] = queue.SimpleQueue()
+
+    def work(index: int) -> LabelledGame:
+        start = time.monotonic()
+        record = play_labelled_game(teachers.get(), config, index)
+        seconds.put(time.monotonic() - start)
+        return record
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending: list[Future[LabelledGame]] = []
+        next_game = first
+        try:
+            while True:
+                while len(pending) < config.games_per_shard + jobs:
+                    pending.append(pool.submit(work, next_game))
+                    next_game += 1
+                games = [pending.pop(0).result() for _ in range(config.games_per_shard)]
+                spent = 0.0
+                while not seconds.empty():
+                    spent += seconds.get()
+                yield games, spent
+        finally:
+            for future in pending:
+                future.cancel()
