@@ -168,6 +168,7 @@ def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_u
     assert validation_loss() < loss_before
     assert after["val_top1"] > before["val_top1"]
     assert after["val_q_mse"] < before["val_q_mse"]
+    assert after["val_regret"] < before["val_regret"]
 
 
 def test_init_starts_klent_from_a_distilled_net(labelled: Path, tmp_path: Path) -> None:

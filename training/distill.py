@@ -11,10 +11,12 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
    action-value targets are the values themselves on every labelled move (NaN elsewhere);
 4. `distill_loss` = CE(target, pi_theta) + q_weight * mean over labelled moves of
    (Q_theta(s, a) - Q_teacher(s, a))^2 -- Ruoss et al. 2024 regress every legal move's value;
-5. `validation_metrics`: on the held-out games, top-1 agreement of pi_theta with the teacher's
-   best move, the mean squared Q error, and the share of *tactical* positions solved -- those
-   where the teacher's best move is worth at least `TACTIC_GAP` more than any other (a mate,
-   a winning capture, the only defence): a reactive player must find exactly that move.
+5. `validation_metrics`: on the held-out games, top-1 agreement of pi_theta's choice with the
+   teacher (its value is the best one: W - L values tie often, a thousandth apart at most), the
+   regret of that choice (best value minus its value: what reactive play loses per move, by the
+   teacher's reckoning), the mean squared Q error, and the share of *tactical* positions solved
+   -- those where the teacher's best move is worth at least `TACTIC_GAP` more than any other (a
+   mate, a winning capture, the only defence): a reactive player must find exactly that move.
 """
 
 from __future__ import annotations
@@ -197,20 +199,22 @@ def distill_loss(
 def validation_metrics(
     model: torch.nn.Module, dataset: LabelledSet, num_actions: int, device: torch.device, batch_size: int = 512
 ) -> dict[str, float]:
-    """Top-1 agreement with the teacher's best move, Q mean squared error, tactics solved, on
-    the validation positions; empty when the set has none."""
+    """Top-1 agreement with the teacher, regret, Q mean squared error and tactics solved on the
+    validation positions; empty when the set has none."""
     index = np.flatnonzero(dataset.validation)
     if len(index) == 0:
         return {}
     model.eval()
     agree = tactics = solved = 0
-    squared = 0.0
+    squared = regret = 0.0
     for start in range(0, len(index), batch_size):
         chunk = to_samples(dataset, index[start : start + batch_size], num_actions, 0.0)
         logits, action_values, _ = model(torch.from_numpy(chunk.obs).to(device))
         masks = torch.from_numpy(chunk.masks).to(device)
         chosen = logits.masked_fill(~masks, -1e9).argmax(dim=-1).cpu().numpy()
-        agree += int((chosen == chunk.actions).sum())
+        chosen_value = np.take_along_axis(chunk.q_targets, chosen[:, None], axis=1)[:, 0]
+        agree += int((chosen_value >= chunk.returns).sum())
+        regret += float((chunk.returns - chosen_value).sum())
         targets = torch.from_numpy(chunk.q_targets).to(device)
         labelled = ~torch.isnan(targets)
         errors = torch.where(labelled, action_values.float() - torch.nan_to_num(targets), torch.zeros_like(targets))
@@ -221,7 +225,7 @@ def validation_metrics(
                 tactics += 1
                 solved += int(chosen[row] == chunk.actions[row])
     model.train()
-    metrics = {"val_top1": agree / len(index), "val_q_mse": squared / len(index), "val_positions": float(len(index))}
+    metrics = {"val_top1": agree / len(index), "val_regret": regret / len(index), "val_q_mse": squared / len(index), "val_positions": float(len(index))}
     if tactics:
         metrics.update(val_tactics_solved=solved / tactics, val_tactics=float(tactics))
     return metrics
