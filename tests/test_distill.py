@@ -215,3 +215,27 @@ def test_the_label_command_says_what_it_did(tmp_path: Path) -> None:
     changed = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out),
                               "--depth", "3"], capture_output=True, text=True, timeout=60)
     assert changed.returncode == 2 and "other settings (depth)" in changed.stderr
+
+
+def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, gnugo_path: str) -> None:
+    config = teacher.LabelConfig(game="go9", teacher=f"{gnugo_path} --mode gtp --level 1 --chinese-rules",
+                                 positions=40, depth=None, max_plies=60, opening_plies=4, games_per_shard=2,
+                                 validation_every=2)
+    manifest = teacher.label(config, tmp_path / "go", jobs=2)
+    assert manifest.positions >= 40 and manifest.teacher_name == "GNU Go"
+    game = engine.games.get("go9")
+    for path in teacher.shard_paths(tmp_path / "go"):
+        shard = teacher.read_shard(path)
+        assert set(np.unique(shard["ownership"])) <= {-1, 0, 1}
+        assert (shard["ply"] >= 4).all()  # the random opening is not labelled
+        for position in range(len(shard["ply"])):
+            start, end = shard["label_start"][position], shard["label_start"][position + 1]
+            listed = shard["action"][start:end]
+            assert shard["teacher_action"][position] in listed or listed.tolist() == [game.pass_action]
+            if shard["ply"][position] % 2 == 0:  # Black to move: ownership and outcome from Black's view
+                area = int(shard["ownership"][position].sum()) - game.komi
+                assert np.sign(area) == shard["outcome"][position]  # GNU Go's score is its ownership's
+    data = LabelledSet.load(tmp_path / "go", game, progress=False)
+    samples = to_samples(data, np.arange(len(data)), game.num_actions, 0.05)
+    assert (samples.masks.sum(axis=1) > 1).all()  # every legal move, not only the labelled one
+    assert (samples.policy.max(axis=1) == 1.0).all() and (np.abs(samples.returns) == 1).all()

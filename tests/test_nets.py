@@ -207,3 +207,31 @@ def test_torch_evaluator_refuses_a_network_of_another_shape() -> None:
     model = build_net(games.get("countup"), NetConfig(blocks=1, channels=8))
     with pytest.raises(ValueError, match="does not fit countup10_3"):
         TorchEvaluator(model, games.get("countup10_3"), device="cpu")
+
+
+def test_convolutional_heads_score_each_move_at_its_from_square_and_export(tmp_path: Path) -> None:
+    from engine.network import OnnxEvaluator
+    from training.export import export_onnx
+
+    game = games.get("chess")
+    torch.manual_seed(0)
+    model = build_net(game, NetConfig(blocks=1, channels=8, heads="conv")).eval()
+    assert model.config.arch == "resnet-1x8-conv"
+    captured = {}
+    model.policy_head.out.register_forward_hook(lambda _m, _i, out: captured.setdefault("planes", out))
+    state = game.initial_state()
+    obs = torch.from_numpy(game.encode(state))[None]
+    with torch.no_grad():
+        logits, q, _ = model(obs)
+    planes = captured["planes"][0]  # [73, 8, 8]: obs[:, rank, file] with rank 0 the mover's back rank
+    for move in ("g1f3", "e2e4", "b1c3"):
+        action = game.text_to_action(state, move)
+        square, plane = divmod(action, 73)
+        assert logits[0, action] == planes[plane, square // 8, square % 8]
+    assert q.shape == (1, game.num_actions) and q.abs().max() <= 1
+    with pytest.raises(ValueError, match="planes over its board"):
+        build_net(games.get("go9"), NetConfig(blocks=1, channels=8, heads="conv"))
+    export_onnx(model, game, tmp_path / "conv.onnx")
+    mask = state.legal_mask()
+    exported = OnnxEvaluator(tmp_path / "conv.onnx", game, threads=1).evaluate([state])[0][0]
+    np.testing.assert_allclose(exported[mask], logits[0].numpy()[mask], atol=1e-5)

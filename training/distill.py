@@ -55,6 +55,7 @@ class LabelledSet:
     """Positions of a labelled set ready to fit: observations and ragged labels."""
 
     obs: np.ndarray  # float16[N, C, H, W]
+    legal: np.ndarray  # uint8[N, ceil(A / 8)]: the legal actions, np.packbits
     label_start: np.ndarray  # int64[N + 1]
     action: np.ndarray  # int64[L]
     value: np.ndarray  # float32[L]
@@ -73,6 +74,7 @@ class LabelledSet:
         if config.game != game.name:
             raise ValueError(f"{folder} holds {config.game} positions, not {game.name}")
         obs = np.empty((manifest.positions, *game.observation_shape), dtype=np.float16)
+        legal = np.empty((manifest.positions, (game.num_actions + 7) // 8), dtype=np.uint8)
         starts, actions, values, validation = [np.zeros(1, np.int64)], [], [], []
         replay = rules(config.game)
         row = 0
@@ -86,17 +88,27 @@ class LabelledSet:
                 states = _states_at(replay, str(shard["game_moves"][game_row]), shard["ply"][positions])
                 for position, state in zip(positions, states):
                     obs[row] = game.encode(state)
+                    legal[row] = np.packbits(state.legal_mask())
                     row += 1
                 is_validation = config.is_validation(int(shard["game_index"][game_row]))
                 validation.extend([is_validation] * len(positions))
             bar.update(len(shard["ply"]))
-            starts.append(shard["label_start"][1:] + (starts[-1][-1] if len(starts) else 0))
             # positions were visited game by game, which is their stored order within a shard
-            actions.append(shard["action"].astype(np.int64))
-            values.append(shard["value"])
+            if "teacher_action" in shard:
+                # Go: the teacher's move is the policy target and the game's outcome its value
+                # target; GNU Go's top-move values (points) and the ownership stay in the
+                # shards for the ownership and score heads, which this loader does not feed.
+                starts.append(np.arange(1, len(shard["ply"]) + 1) + starts[-1][-1])
+                actions.append(shard["teacher_action"].astype(np.int64))
+                values.append(shard["outcome"])
+            else:
+                starts.append(shard["label_start"][1:] + starts[-1][-1])
+                actions.append(shard["action"].astype(np.int64))
+                values.append(shard["value"])
         bar.close()
         return cls(
             obs=obs[:row],
+            legal=legal[:row],
             label_start=np.concatenate(starts),
             action=np.concatenate(actions) if actions else np.zeros(0, np.int64),
             value=np.concatenate(values) if values else np.zeros(0, np.float32),
@@ -143,14 +155,13 @@ def batches(dataset: LabelledSet, per_iteration: int, seed: int, iteration: int)
 def to_samples(dataset: LabelledSet, index: np.ndarray, num_actions: int, temperature: float) -> Samples:
     """`Samples` of the positions ``index``: policy target, Q targets (NaN where unlabelled)."""
     count = len(index)
-    masks = np.zeros((count, num_actions), dtype=bool)
+    masks = np.unpackbits(dataset.legal[index], axis=1, count=num_actions).astype(bool)
     policy = np.zeros((count, num_actions), dtype=np.float32)
     q_targets = np.full((count, num_actions), np.nan, dtype=np.float32)
     best = np.empty(count, dtype=np.int64)
     value = np.empty(count, dtype=np.float32)
     for row, position in enumerate(index):
         actions, values = dataset.labels(int(position))
-        masks[row, actions] = True
         q_targets[row, actions] = values
         policy[row, actions] = teacher_policy(values, temperature)
         best[row] = actions[int(values.argmax())]
@@ -207,14 +218,17 @@ def validation_metrics(
     model.eval()
     agree = tactics = solved = 0
     squared = regret = 0.0
+    valued = 0  # choices whose teacher value is known (all of them when every move is labelled)
     for start in range(0, len(index), batch_size):
         chunk = to_samples(dataset, index[start : start + batch_size], num_actions, 0.0)
         logits, action_values, _ = model(torch.from_numpy(chunk.obs).to(device))
         masks = torch.from_numpy(chunk.masks).to(device)
         chosen = logits.masked_fill(~masks, -1e9).argmax(dim=-1).cpu().numpy()
         chosen_value = np.take_along_axis(chunk.q_targets, chosen[:, None], axis=1)[:, 0]
-        agree += int((chosen_value >= chunk.returns).sum())
-        regret += float((chunk.returns - chosen_value).sum())
+        known = ~np.isnan(chosen_value)  # Go labels only the teacher's move
+        agree += int(((chosen == chunk.actions) | (known & (chosen_value >= chunk.returns))).sum())
+        regret += float((chunk.returns - chosen_value)[known].sum())
+        valued += int(known.sum())
         targets = torch.from_numpy(chunk.q_targets).to(device)
         labelled = ~torch.isnan(targets)
         errors = torch.where(labelled, action_values.float() - torch.nan_to_num(targets), torch.zeros_like(targets))
@@ -225,7 +239,9 @@ def validation_metrics(
                 tactics += 1
                 solved += int(chosen[row] == chunk.actions[row])
     model.train()
-    metrics = {"val_top1": agree / len(index), "val_regret": regret / len(index), "val_q_mse": squared / len(index), "val_positions": float(len(index))}
+    metrics = {"val_top1": agree / len(index), "val_q_mse": squared / len(index), "val_positions": float(len(index))}
+    if valued == len(index):
+        metrics["val_regret"] = regret / valued
     if tactics:
         metrics.update(val_tactics_solved=solved / tactics, val_tactics=float(tactics))
     return metrics

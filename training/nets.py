@@ -54,8 +54,13 @@ class NetConfig:
     channels: int = 64
     value_head: bool = False  # True for the Gumbel AlphaZero baseline (policy + state value)
     action_value_head: bool = True  # False for the Gumbel AlphaZero baseline
+    # "fc": AlphaZero's heads (1x1 conv to 2 planes, one linear layer to every action), any game;
+    # "conv": `PlaneHead`, actions as convolution planes, for games with `Game.action_planes`.
+    heads: str = "fc"
 
     def __post_init__(self) -> None:
+        if self.heads not in ("fc", "conv"):
+            raise ValueError(f"network heads are 'fc' or 'conv', not {self.heads!r}")
         if self.blocks < 0 or self.channels < 1:
             raise ValueError(f"a network needs blocks >= 0 and channels >= 1, not {self}")
         if not (self.value_head or self.action_value_head):
@@ -64,8 +69,9 @@ class NetConfig:
 
     @property
     def arch(self) -> str:
-        """Short architecture name stored in model files, e.g. ``"resnet-6x64"``."""
-        return f"resnet-{self.blocks}x{self.channels}"
+        """Short architecture name stored in model files, e.g. ``"resnet-6x64"``
+        (``"resnet-6x64-conv"`` with convolutional action heads)."""
+        return f"resnet-{self.blocks}x{self.channels}" + ("-conv" if self.heads == "conv" else "")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NetConfig:
@@ -106,6 +112,26 @@ class ActionHead(nn.Module):
         return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1))
 
 
+class PlaneHead(nn.Module):
+    """Actions as convolution planes (lc0's policy head): 3x3 conv-BN-ReLU, then a 1x1 conv to
+    ``planes`` planes, read point-major (action = point * planes + plane, `Game.action_planes`).
+
+    Each move is scored by features at its from-square, with weights shared across squares:
+    for chess 4,672 outputs from a few thousand weights instead of 600k, and a move's logit no
+    longer has to squeeze through the 128 features of the fully-connected head.
+    """
+
+    def __init__(self, channels: int, planes: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(channels)
+        self.out = nn.Conv2d(channels, planes, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = self.out(torch.relu(self.bn(self.conv(x))))  # [B, planes, H, W]
+        return y.permute(0, 2, 3, 1).flatten(1)
+
+
 class ValueHead(nn.Module):
     """AlphaZero's value head: 1x1 conv to one plane, BN-ReLU, FC-ReLU, FC, tanh."""
 
@@ -125,7 +151,8 @@ class KlentNet(nn.Module):
     """ResNet v2 trunk with a policy head and the value heads chosen by ``config``."""
 
     def __init__(
-        self, observation_shape: tuple[int, int, int], num_actions: int, config: NetConfig
+        self, observation_shape: tuple[int, int, int], num_actions: int, config: NetConfig,
+        action_planes: int | None = None,
     ) -> None:
         super().__init__()
         in_planes, height, width = observation_shape
@@ -137,10 +164,17 @@ class KlentNet(nn.Module):
         self.blocks = nn.Sequential(*(PreActBlock(config.channels) for _ in range(config.blocks)))
         # Pre-activation blocks leave the sum un-normalised: normalise once before the heads.
         self.trunk_bn = nn.BatchNorm2d(config.channels)
-        self.policy_head = ActionHead(config.channels, points, num_actions)
-        self.action_value_head = (
-            ActionHead(config.channels, points, num_actions) if config.action_value_head else None
-        )
+        if config.heads == "conv":
+            if action_planes is None or action_planes * points != num_actions:
+                raise ValueError("convolutional heads need a game whose actions are planes over its board")
+
+            def head() -> nn.Module:
+                return PlaneHead(config.channels, action_planes)
+        else:
+            def head() -> nn.Module:
+                return ActionHead(config.channels, points, num_actions)
+        self.policy_head = head()
+        self.action_value_head = head() if config.action_value_head else None
         self.value_head = ValueHead(config.channels, points) if config.value_head else None
 
     def forward(self, obs: Tensor) -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -158,7 +192,7 @@ class KlentNet(nn.Module):
 
 def build_net(game: Game, config: NetConfig) -> KlentNet:
     """A freshly initialised network shaped for ``game``."""
-    return KlentNet(game.observation_shape, game.num_actions, config)
+    return KlentNet(game.observation_shape, game.num_actions, config, game.action_planes)
 
 
 def count_parameters(model: nn.Module) -> int:

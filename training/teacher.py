@@ -34,8 +34,10 @@ shard file the manifest does not list is left over from a kill and is rewritten.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import queue
+import re
 import shlex
 import threading
 import time
@@ -52,6 +54,8 @@ import numpy as np
 import engine.games
 from engine.files import atomic_target, write_text_atomically
 from engine.games.chess import ChessGame, ChessState
+from engine.games.go import GoGame, GoState
+from protocols.engine_process import EngineError, GtpFailure, GtpProcess
 from protocols.uci_value import wdl_value
 
 MANIFEST = "manifest.json"
@@ -81,12 +85,16 @@ class LabelConfig:
     hash_mb: int = 16
 
     def __post_init__(self) -> None:
-        if self.game != "chess":
-            raise ValueError(f"teacher labelling supports chess so far, not {self.game!r}")
-        if (self.depth is None) == (self.nodes is None):
-            raise ValueError("give the teacher exactly one of a depth or a node limit")
-        if (self.depth or self.nodes or 0) < 1:
-            raise ValueError("the teacher's depth or node limit must be at least 1")
+        if self.game == "chess":
+            if (self.depth is None) == (self.nodes is None):
+                raise ValueError("give the teacher exactly one of a depth or a node limit")
+            if (self.depth or self.nodes or 0) < 1:
+                raise ValueError("the teacher's depth or node limit must be at least 1")
+        elif re.fullmatch(r"go\d+", self.game):
+            if self.depth is not None or self.nodes is not None:
+                raise ValueError("a Go teacher (GTP) plays at its own level: no depth or node limit")
+        else:
+            raise ValueError(f"teacher labelling is for chess and Go, not {self.game!r}")
         if self.positions < 1 or self.games_per_shard < 1 or self.validation_every < 2:
             raise ValueError("positions and games_per_shard must be >= 1, validation_every >= 2")
         if self.opening_plies < 0 or self.max_plies < 1 or not 0 <= self.opening_margin <= 2:
@@ -101,14 +109,24 @@ class LabelConfig:
 
 @dataclass
 class LabelledGame:
-    """One teacher game: its moves and, for each position before a move, the labels."""
+    """One teacher game: its moves and, for each position before a move, the labels.
+
+    Chess: ``actions``/``values`` are every legal move and its W - L.  Go: they are GNU Go's
+    ``top_moves`` and its move values (in points, GNU Go's own scale, not a win probability),
+    and the game also has the teacher's move per position, the final result and the final
+    owner of every point (+1 Black, -1 White, 0 neither; dead stones are the captor's).
+    """
 
     index: int
-    moves: list[str]  # UCI text of every move played, from the initial position
-    hashes: list[int]  # Zobrist hash of each labelled position (one per ply)
-    actions: list[np.ndarray]  # per position: the legal actions (klent's action indices)
-    values: list[np.ndarray]  # per position: their W - L values, same order
-    nodes: int = 0  # the teacher's nodes over the game (for the throughput report)
+    moves: list[str]  # text of every move played (UCI / GTP vertex), from the initial position
+    hashes: list[int]  # hash of each labelled position (one per ply)
+    actions: list[np.ndarray]  # per position: the labelled actions (klent's action indices)
+    values: list[np.ndarray]  # per position: their values, same order
+    nodes: int = 0  # the teacher's nodes over the game (chess; for the throughput report)
+    teacher_moves: list[int] = field(default_factory=list)  # Go: the teacher's move per position
+    result: float = 0.0  # Go: final score from Black's view (komi included), the referee's
+    ownership: np.ndarray | None = None  # Go: int8[points], the final owners
+    first_ply: int = 0  # ply of the first labelled position (Go: after the random opening)
 
 
 @dataclass
@@ -183,17 +201,18 @@ def choose(values: np.ndarray, rng: np.random.Generator, temperature: float, mar
     return int(rng.choice(len(values), p=weights / weights.sum()))
 
 
-def rules(game_id: str) -> ChessGame:
-    """The rules teacher games are played and replayed under: no move cap (a game's length is
-    the labeller's `LabelConfig.max_plies`, not a training preset's cap)."""
-    game = engine.games.get(game_id, max_moves=None)
-    assert isinstance(game, ChessGame)
-    return game
+def rules(game_id: str) -> ChessGame | GoGame:
+    """The rules teacher games are played and replayed under: chess without a move cap, Go with
+    komi 7.5 (a game's length is the labeller's `LabelConfig.max_plies`, not a preset's cap)."""
+    if game_id == "chess":
+        return engine.games.get(game_id, max_moves=None)  # type: ignore[return-value]
+    return engine.games.get(game_id)  # type: ignore[return-value]
 
 
 def play_labelled_game(teacher: chess.engine.SimpleEngine, config: LabelConfig, index: int) -> LabelledGame:
     """Game ``index`` of the set: the teacher against itself, every position labelled."""
     game = rules(config.game)
+    assert isinstance(game, ChessGame)
     rng = np.random.default_rng([config.seed, index])
     temperatures = [float(rng.choice(TEMPERATURES)) for _ in range(2)]
     record = LabelledGame(index, [], [], [], [])
@@ -215,6 +234,73 @@ def play_labelled_game(teacher: chess.engine.SimpleEngine, config: LabelConfig, 
     return record
 
 
+def play_labelled_go_game(teacher: GtpProcess, config: LabelConfig, index: int) -> LabelledGame:
+    """Go game ``index``: GNU Go (or another GTP engine with ``top_moves_black/white`` and
+    ``final_status_list``) against itself from ``opening_plies`` random moves off the first
+    line, every later position labelled with the teacher's top moves; then the final score and
+    ownership as the teacher judges them (dead stones removed)."""
+    game = rules(config.game)
+    assert isinstance(game, GoGame)
+    rng = np.random.default_rng([config.seed, index])
+    record = LabelledGame(index, [], [], [], [], first_ply=config.opening_plies)
+    state = game.initial_state()
+    teacher.send(f"boardsize {game.size}")
+    teacher.send("clear_board")
+    teacher.send(f"komi {game.komi:g}")
+    try:
+        teacher.send(f"set_random_seed {index}")
+    except GtpFailure:
+        pass  # an engine without it plays its own way
+    while not state.is_terminal and state.move_number < config.max_plies:
+        colour = "bw"[state.to_play]
+        if state.move_number < config.opening_plies:
+            size = game.size
+            inner = [a for a in np.flatnonzero(state.legal_mask()) if a < size * size
+                     and 0 < a % size < size - 1 and 0 < a // size < size - 1]
+            action = int(rng.choice(inner)) if inner else game.pass_action
+        else:
+            listed = teacher.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=120.0).split()
+            top = [(game.parse_vertex(v), float(x)) for v, x in zip(listed[::2], listed[1::2])]
+            legal = state.legal_mask()
+            top = [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
+            action = top[0][0] if top else game.pass_action
+            record.hashes.append(go_position_hash(state))
+            record.actions.append(np.array([a for a, _ in top] or [game.pass_action], dtype=np.int32))
+            record.values.append(np.array([x for _, x in top] or [0.0], dtype=np.float32))
+            record.teacher_moves.append(action)
+        vertex = game.vertex(action)
+        teacher.send(f"play {colour} {vertex}")
+        record.moves.append(vertex)
+        state = state.play(action)
+    record.result = _score_value(teacher.send("final_score", timeout=120.0))
+    owner = np.zeros(game.size * game.size, dtype=np.int8)
+    stones = state.board().reshape(-1)
+    for status in ("black_territory", "white_territory", "alive", "seki", "dead"):
+        for vertex in teacher.send(f"final_status_list {status}", timeout=120.0).split():
+            point = game.parse_vertex(vertex)
+            # territory: its colour; a living stone (seki too): its own; a dead stone: the captor's
+            owner[point] = {"black_territory": 1, "white_territory": -1, "dead": -stones[point]}.get(
+                status, stones[point])
+    record.ownership = owner
+    return record
+
+
+def go_position_hash(state: GoState) -> int:
+    """A hash of a Go position (stones, side to move, passes) that is the same in every process
+    (Python's ``hash`` of bytes is not), for deduplication across resumed runs."""
+    data = bytes([state.to_play, state.consecutive_passes]) + state.board().tobytes()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def _score_value(text: str) -> float:
+    """``B+3.5`` -> 3.5, ``W+2`` -> -2, ``0`` -> 0."""
+    text = text.strip()
+    if text in ("0", ""):
+        return 0.0
+    sign = 1.0 if text[0].upper() == "B" else -1.0
+    return sign * float(text[2:])
+
+
 # ---------------------------------------------------------------------------------------------
 # Shards
 # ---------------------------------------------------------------------------------------------
@@ -230,22 +316,29 @@ def shard_arrays(games: list[LabelledGame], seen: set[int], config: LabelConfig)
     and ``value``.
     """
     position_game, plies, hashes, starts, actions, values = [], [], [], [0], [], []
+    teacher_actions, outcomes, owners = [], [], []  # Go only
     counts = {"positions": 0, "train_positions": 0, "validation_positions": 0, "duplicates": 0, "labels": 0}
     for row, record in enumerate(games):
-        for ply, key in enumerate(record.hashes):
+        for number, key in enumerate(record.hashes):
             if key in seen:
                 counts["duplicates"] += 1
                 continue
             seen.add(key)
+            ply = record.first_ply + number
             position_game.append(row)
             plies.append(ply)
             hashes.append(key)
-            actions.append(record.actions[ply])
-            values.append(record.values[ply])
-            starts.append(starts[-1] + len(record.actions[ply]))
+            actions.append(record.actions[number])
+            values.append(record.values[number])
+            starts.append(starts[-1] + len(record.actions[number]))
+            if record.ownership is not None:  # Go: from the view of the player to move
+                mover = 1 if ply % 2 == 0 else -1
+                teacher_actions.append(record.teacher_moves[number])
+                outcomes.append(float(np.sign(record.result)) * mover)
+                owners.append(record.ownership * mover)
             counts["positions"] += 1
             counts["validation_positions" if config.is_validation(record.index) else "train_positions"] += 1
-            counts["labels"] += len(record.actions[ply])
+            counts["labels"] += len(record.actions[number])
     arrays = {
         "game_index": np.array([g.index for g in games], dtype=np.int64),
         "game_moves": np.array([" ".join(g.moves) for g in games], dtype=np.str_),
@@ -256,6 +349,11 @@ def shard_arrays(games: list[LabelledGame], seen: set[int], config: LabelConfig)
         "action": np.concatenate(actions).astype(np.int32) if actions else np.zeros(0, np.int32),
         "value": np.concatenate(values).astype(np.float32) if values else np.zeros(0, np.float32),
     }
+    if any(g.ownership is not None for g in games):
+        points = len(next(g.ownership for g in games if g.ownership is not None))
+        arrays["teacher_action"] = np.array(teacher_actions, dtype=np.int32)
+        arrays["outcome"] = np.array(outcomes, dtype=np.float32)
+        arrays["ownership"] = np.array(owners, dtype=np.int8).reshape(-1, points)
     return arrays, counts
 
 
@@ -292,7 +390,7 @@ class _Teachers:
         self.started: list[chess.engine.SimpleEngine] = []
         self.lock = threading.Lock()
 
-    def get(self) -> chess.engine.SimpleEngine:
+    def get(self) -> chess.engine.SimpleEngine | GtpProcess:
         teacher = getattr(self.local, "teacher", None)
         if teacher is None:
             teacher = open_teacher(self.config)
@@ -304,13 +402,21 @@ class _Teachers:
     def close(self) -> None:
         for teacher in self.started:
             try:
-                teacher.quit()
+                teacher.close() if isinstance(teacher, GtpProcess) else teacher.quit()
             except Exception:  # noqa: BLE001 - a teacher that died is closed anyway
                 pass
 
 
-def open_teacher(config: LabelConfig) -> chess.engine.SimpleEngine:
-    """The teacher with one thread, a small hash and WDL output (deterministic searches)."""
+def open_teacher(config: LabelConfig) -> chess.engine.SimpleEngine | GtpProcess:
+    """Chess: the UCI teacher with one thread, a small hash and WDL output (deterministic
+    searches).  Go: the GTP teacher as it is."""
+    if config.game != "chess":
+        try:
+            teacher = GtpProcess(config.teacher)
+            teacher.send("name")
+        except EngineError as error:
+            raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
+        return teacher
     try:
         teacher = chess.engine.SimpleEngine.popen_uci(shlex.split(config.teacher), timeout=60.0)
     except (OSError, chess.engine.EngineError, TimeoutError) as error:
@@ -338,7 +444,9 @@ def label(
     teachers = _Teachers(config)
     try:
         if manifest is None:
-            manifest = Manifest(settings, teacher_name=str(teachers.get().id.get("name", config.teacher)))
+            first = teachers.get()
+            name = first.send("name") if isinstance(first, GtpProcess) else first.id.get("name", config.teacher)
+            manifest = Manifest(settings, teacher_name=str(name))
             manifest.write(folder)
         elif manifest.config != settings:
             changed = sorted(k for k in settings if k != "positions" and manifest.config.get(k) != settings[k])
@@ -385,7 +493,11 @@ def _games_in_order(
 
     def work(index: int) -> LabelledGame:
         start = time.monotonic()
-        record = play_labelled_game(teachers.get(), config, index)
+        teacher = teachers.get()
+        if isinstance(teacher, GtpProcess):
+            record = play_labelled_go_game(teacher, config, index)
+        else:
+            record = play_labelled_game(teacher, config, index)
         seconds.put(time.monotonic() - start)
         return record
 

@@ -149,6 +149,7 @@ class TrainConfig:
     keep_every: int = 0  # also keep a copy in snapshots/ every n iterations (0: never)
     blocks: int = 6
     channels: int = 64
+    heads: str = "fc"  # action heads: "fc" (any game) or "conv" (games with Game.action_planes)
     preset: str = "klent"  # KLENT ablation preset (training.klent.PRESETS)
     klent_overrides: dict[str, float] = field(default_factory=dict)  # alpha / beta / lam
     gumbel_az: dict[str, Any] = field(default_factory=dict)  # training.gumbel_az.GumbelAZConfig
@@ -180,6 +181,7 @@ class TrainConfig:
         return NetConfig(
             blocks=self.blocks,
             channels=self.channels,
+            heads=self.heads,
             value_head=self.algo == "gumbel-az",
             action_value_head=self.algo in ("klent", "distill"),
         )
@@ -195,7 +197,7 @@ class TrainConfig:
             "keep_every": self.keep_every,
             "init": self.init,
             "game_options": dict(self.game_options),
-            "net": {"blocks": self.blocks, "channels": self.channels},
+            "net": {"blocks": self.blocks, "channels": self.channels, "heads": self.heads},
             "klent": {"preset": self.preset, **self.klent_overrides},
             "gumbel_az": dict(self.gumbel_az),
             "selfplay": dataclasses.asdict(self.selfplay),
@@ -216,7 +218,7 @@ class TrainConfig:
         _reject_unknown("top level", data, top)
         if "game" not in data:
             raise ValueError("the config does not name a game (game = \"go9\")")
-        _reject_unknown("[net]", sections["net"], {"blocks", "channels"})
+        _reject_unknown("[net]", sections["net"], {"blocks", "channels", "heads"})
         klent_section = sections["klent"]
         preset = klent_section.pop("preset", "klent")
         _reject_unknown("[klent]", klent_section, {"alpha", "beta", "lam"})

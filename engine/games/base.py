@@ -98,6 +98,10 @@ class Game(ABC):
     num_actions: int
     observation_shape: tuple[int, int, int]
     encoder_version: int
+    # When actions are laid out point-major over the observation's board (action = point *
+    # planes + plane, point = row * width + column), their number of planes: a network may
+    # then emit actions as convolution planes (chess: 73).  None: no such layout (Go's pass).
+    action_planes: int | None = None
 
     @abstractmethod
     def initial_state(self) -> State:

@@ -603,6 +603,7 @@ class ChessGame(Game):
     num_actions = NUM_ACTIONS
     observation_shape = (HISTORY * PLANES_PER_POSITION + 7, 8, 8)
     encoder_version = 1
+    action_planes = NUM_PLANES  # action = from_square_in_frame * 73 + plane, squares as obs[:, rank, file]
 
     def __init__(self, max_moves: int | None = 512, claim_draws: bool = True) -> None:
         if max_moves is not None and max_moves < 1:

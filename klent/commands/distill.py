@@ -1,9 +1,11 @@
 """`klent distill label`: positions from a teacher engine's games, labelled with move values.
 
     klent distill label --game chess --teacher stockfish --out data/chess --positions 200000 --jobs 2
+    klent distill label --game go9 --out data/go9 --positions 50000 --jobs 2     (GNU Go level 10)
 
-Every legal move of every stored position gets the teacher's value (W - L of its WDL); the set
-then trains a network with `klent train --algo distill --data data/chess`.  The run is
+Chess: every legal move of every stored position gets the teacher's value (W - L of its WDL).
+Go: the teacher's top moves with its move values, its move, the final result and ownership.
+The set then trains a network with `klent train --algo distill --data data/chess`.  The run is
 resumable: run the same command again after an interruption (a larger --positions extends a
 finished set).  See training/teacher.py for how positions are chosen and stored.
 """
@@ -24,11 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     label = sub.add_parser("label", help="label positions from teacher self-play (resumable)",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     label.add_argument("--game", default="chess", help="game id (default chess)")
-    label.add_argument("--teacher", default="stockfish", help="teacher engine command line (UCI)")
+    label.add_argument("--teacher", help="teacher command line: a UCI engine for chess (default stockfish), "
+                       "a GTP engine for Go (default 'gnugo --mode gtp --level 10 --chinese-rules')")
     label.add_argument("--out", required=True, help="folder of the labelled set")
     label.add_argument("--positions", type=int, default=10_000, help="distinct positions to store")
     limit = label.add_mutually_exclusive_group()
-    limit.add_argument("--depth", type=int, help="teacher search depth per position (default 6)")
+    limit.add_argument("--depth", type=int, help="chess teacher's search depth per position (default 6)")
     limit.add_argument("--nodes", type=int, help="teacher nodes per position instead of a depth")
     label.add_argument("--jobs", type=int, default=1, help="teacher processes at once (default 1)")
     label.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
@@ -43,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise CommandError("--jobs must be at least 1")
+    chess_game = args.game == "chess"
+    if args.teacher is None:
+        args.teacher = "stockfish" if chess_game else "gnugo --mode gtp --level 10 --chinese-rules"
+    if not chess_game and (args.depth or args.nodes):
+        raise CommandError("--depth and --nodes limit a chess teacher; a Go teacher plays at its own level")
     words = shlex.split(args.teacher)
     if not words:
         raise CommandError("--teacher is empty")
@@ -53,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         args.teacher = shlex.join([found, *words[1:]])
     config = teacher.LabelConfig(
         game=args.game, teacher=args.teacher, positions=args.positions,
-        depth=None if args.nodes else (args.depth or 6), nodes=args.nodes, seed=args.seed,
+        depth=None if args.nodes or not chess_game else (args.depth or 6), nodes=args.nodes, seed=args.seed,
         opening_plies=args.opening_plies,
     )
     started = time.monotonic()
