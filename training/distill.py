@@ -14,7 +14,7 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
 5. `validation_metrics`: on the held-out games, top-1 agreement of pi_theta's choice with the
    teacher (its value is the best one: W - L values tie often, a thousandth apart at most), the
    regret of that choice (best value minus its value: what reactive play loses per move, by the
-   teacher's reckoning), the mean squared Q error, and the share of *tactical* positions solved
+   teacher's reckoning) and of argmax Q_theta's choice (Ruoss et al. play that way), the mean squared Q error, and the share of *tactical* positions solved
    -- those where the teacher's best move is worth at least `TACTIC_GAP` more than any other (a
    mate, a winning capture, the only defence): a reactive player must find exactly that move.
 """
@@ -217,7 +217,7 @@ def validation_metrics(
         return {}
     model.eval()
     agree = tactics = solved = 0
-    squared = regret = 0.0
+    squared = regret = q_regret = 0.0
     valued = 0  # choices whose teacher value is known (all of them when every move is labelled)
     for start in range(0, len(index), batch_size):
         chunk = to_samples(dataset, index[start : start + batch_size], num_actions, 0.0)
@@ -229,6 +229,9 @@ def validation_metrics(
         agree += int(((chosen == chunk.actions) | (known & (chosen_value >= chunk.returns))).sum())
         regret += float((chunk.returns - chosen_value)[known].sum())
         valued += int(known.sum())
+        by_q = action_values.float().masked_fill(~masks, -2.0).argmax(dim=-1).cpu().numpy()
+        q_choice = np.take_along_axis(chunk.q_targets, by_q[:, None], axis=1)[:, 0]
+        q_regret += float(np.nansum(chunk.returns - q_choice))
         targets = torch.from_numpy(chunk.q_targets).to(device)
         labelled = ~torch.isnan(targets)
         errors = torch.where(labelled, action_values.float() - torch.nan_to_num(targets), torch.zeros_like(targets))
@@ -242,6 +245,7 @@ def validation_metrics(
     metrics = {"val_top1": agree / len(index), "val_q_mse": squared / len(index), "val_positions": float(len(index))}
     if valued == len(index):
         metrics["val_regret"] = regret / valued
+        metrics["val_q_regret"] = q_regret / valued  # playing argmax Q instead of argmax pi
     if tactics:
         metrics.update(val_tactics_solved=solved / tactics, val_tactics=float(tactics))
     return metrics
