@@ -483,6 +483,7 @@ class Trainer:
         resume: bool = False,
         device: str | None = None,
         threads: int | None = None,
+        progress: bool = True,
     ) -> None:
         self.config = config
         self.out = Path(out_dir)
@@ -542,7 +543,7 @@ class Trainer:
         if config.algo == "distill":
             if not config.distill.data:
                 raise ValueError("--algo distill needs a labelled set: --data FOLDER or [distill] data")
-            self.labelled = LabelledSet.load(config.distill.data, self.game, progress=self.dist.is_main)
+            self.labelled = LabelledSet.load(config.distill.data, self.game, progress=progress and self.dist.is_main)
         # The module that fits: DDP averages the gradients across ranks (and keeps the
         # batch-norm statistics of rank 0); self-play and export use the plain self.model.
         self.ddp: torch.nn.Module = self.model

@@ -27,6 +27,8 @@ PANELS = (
     ("value_loss", "value loss (squared error)"),
     ("entropy", "entropy of the improved policy"),
     ("samples_per_second", "samples / second"),
+    ("val_regret", "distillation: teacher's value lost per move (validation)"),
+    ("val_tactics_solved", "distillation: tactical positions solved (validation)"),
 )
 
 
@@ -86,25 +88,27 @@ def write_figure(runs: list[tuple[str, list[dict]]], output: str | os.PathLike[s
     matplotlib.use("Agg")  # files only, no display needed
     import matplotlib.pyplot as plt
 
+    # Panels some run has data for; distillation plays no games, so its x-axis is samples.
+    panels = [(k, t) for k, t in PANELS if any(r.get(k) is not None for _, records in runs for r in records)]
+    played = any(r.get("simulator_evaluations") for _, records in runs for r in records)
+    x_key = "simulator_evaluations" if played else "samples"
     columns = 2
-    rows = (len(PANELS) + columns - 1) // columns
+    rows = max(1, (len(panels) + columns - 1) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(11, 3.2 * rows), squeeze=False)
-    for ax, (key, title) in zip(axes.flat, PANELS):
-        for label, records in runs:
-            points = [
-                (r["simulator_evaluations"], r[key])
-                for r in records
-                if r.get(key) is not None and "simulator_evaluations" in r
-            ]
+    for ax, (key, title) in zip(axes.flat, panels):
+        for number, (label, records) in enumerate(runs):
+            points = [(r[x_key], r[key]) for r in records if r.get(key) is not None and x_key in r]
             if points:
                 xs, ys = zip(*points)
                 marker = "o" if key.startswith("winrate") else None
-                ax.plot(xs, ys, marker=marker, markersize=3, label=label)
+                ax.plot(xs, ys, marker=marker, markersize=3, label=label, color=f"C{number}")  # a run keeps its colour
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("simulator evaluations")
+        ax.set_xlabel(x_key.replace("_", " "))
         ax.grid(alpha=0.3)
         if key.startswith("winrate"):
             ax.set_ylim(-0.02, 1.02)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
     output = Path(output)

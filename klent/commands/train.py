@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     if args.data is not None:
         config = dataclasses.replace(config, distill=dataclasses.replace(config.distill, data=args.data))
     run_ = trainer.Trainer(
-        config, args.out, resume=args.resume, device=args.device, threads=args.threads
+        config, args.out, resume=args.resume, device=args.device, threads=args.threads,
+        progress=not args.no_progress,
     )
     try:
         done = run_.run(args.iterations, args.minutes, progress=not args.no_progress)
