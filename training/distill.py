@@ -60,6 +60,7 @@ class LabelledSet:
     action: np.ndarray  # int64[L]
     value: np.ndarray  # float32[L]
     validation: np.ndarray  # bool[N]: from a validation game
+    description: str = ""  # teacher, limits and size, for model provenance
 
     def __len__(self) -> int:
         return len(self.obs)
@@ -113,6 +114,9 @@ class LabelledSet:
             action=np.concatenate(actions) if actions else np.zeros(0, np.int64),
             value=np.concatenate(values) if values else np.zeros(0, np.float32),
             validation=np.array(validation, dtype=bool),
+            description=f"{manifest.teacher_name}, {config.game}, "
+            + (f"depth {config.depth}" if config.depth else f"nodes {config.nodes}" if config.nodes else "own level")
+            + f", {manifest.positions} positions from {manifest.games} games",
         )
 
     def labels(self, index: int) -> tuple[np.ndarray, np.ndarray]:

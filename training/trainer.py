@@ -746,11 +746,16 @@ class Trainer:
 
     def _training_info(self) -> dict[str, str]:
         algo = self.config.algo if self.config.algo != "klent" else f"klent:{self.config.preset}"
-        return {
+        info = {
             "algorithm": algo,
             "iterations": str(self.iteration),
             "simulator_evaluations": str(self.simulator_evaluations),
         }
+        if self.labelled is not None:  # where the knowledge came from
+            info["labels"] = self.labelled.description
+        if self.config.init:
+            info["init"] = self.config.init
+        return info
 
     def _process_state(self) -> dict[str, Any]:
         """What this rank alone knows: its random number generators and its running games,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 from klent.cli import CommandError
 
@@ -57,15 +58,15 @@ def run(args: argparse.Namespace) -> int:
         config = saved if args.config is None else trainer.load_config(args.config)
         if any(getattr(config, k) != v for k, v in overrides.items()):
             raise CommandError("--game, --algo, --preset and --init cannot change a run being resumed")
+        # A preset names no labelled set: the run keeps its own unless --data gives another.
+        config = _with_data(config, args.data or config.distill.data or saved.distill.data)
         for change in trainer.config_changes(saved, config):
             print(f"changed on resumption: {change}")
     else:
         if args.config is None:
             raise CommandError("a new run needs --config (see training/configs/)")
         config = trainer.load_config(args.config)
-        config = dataclasses.replace(config, **overrides)
-    if args.data is not None:
-        config = dataclasses.replace(config, distill=dataclasses.replace(config.distill, data=args.data))
+        config = _with_data(dataclasses.replace(config, **overrides), args.data or config.distill.data)
     run_ = trainer.Trainer(
         config, args.out, resume=args.resume, device=args.device, threads=args.threads,
         progress=not args.no_progress,
@@ -77,3 +78,8 @@ def run(args: argparse.Namespace) -> int:
     if run_.dist.is_main:
         print(f"{done} iterations, {run_.simulator_evaluations} simulator evaluations -> {args.out}")
     return 0
+
+
+def _with_data(config: Any, data: str) -> Any:
+    """``config`` with ``data`` as its distillation's labelled set."""
+    return dataclasses.replace(config, distill=dataclasses.replace(config.distill, data=data))
