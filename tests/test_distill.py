@@ -187,7 +187,7 @@ def test_init_starts_klent_from_a_distilled_net(labelled: Path, tmp_path: Path) 
 
     klent = load_config(CONFIGS / "chess_cpu.toml")
     follow = dataclasses.replace(
-        klent, blocks=1, channels=8, init=str(tmp_path / "distill" / "checkpoint.pt"),
+        klent, blocks=1, channels=8, heads=config.heads, init=str(tmp_path / "distill" / "checkpoint.pt"),
         game_options={"max_moves": 16}, selfplay=dataclasses.replace(klent.selfplay, games=2, steps=4),
         optim=OptimConfig(batch_size=8), eval=EvalConfig(every=0),
     )
