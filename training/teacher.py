@@ -21,10 +21,17 @@ Chess, with a UCI teacher (Stockfish):
   mover's view, in [-1, 1] (a mate score is +-1); the best move; the state value (the best
   move's value).
 
+Go, with a GTP teacher (GNU Go): the first ``opening_plies`` moves are random (off the first
+line), then the teacher plays itself; every later position gets the teacher's
+``top_moves_black/white`` with its move values (points, GNU Go's scale), the teacher's move,
+and from the end of the game the result (``final_score``) and each point's final owner
+(``final_status_list``: territory, living and seki stones for their colour, dead stones for
+the captor), both from the view of the player to move.
+
 Storage: a folder with ``manifest.json`` and ``shard-NNNNN.npz`` files, each holding
 ``games_per_shard`` consecutive games whole.  Game ``i`` is fully determined by
-(seed, i) and the teacher (its hash is cleared before each game and it searches with one
-thread), so a labelling run killed at any moment resumes at the first game not in a
+(seed, i) and the teacher (a chess teacher's hash is cleared before each position and it
+searches with one thread; GNU Go gets the game's index as its random seed), so a labelling run killed at any moment resumes at the first game not in a
 committed shard and produces exactly the positions an uninterrupted run would.  Positions are
 deduplicated by Zobrist hash across the whole set, in game order; game ``i`` is a validation
 game when ``i % validation_every == validation_every - 1``, so the split is by game, never by
