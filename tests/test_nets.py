@@ -31,6 +31,7 @@ class ShapeOnlyGame:
         self.observation_shape = shape
         self.num_actions = num_actions
         self.encoder_version = 1
+        self.action_planes = None  # no point-major action layout: fully-connected heads only
 
 
 def settle_batchnorm(model: torch.nn.Module, shape: tuple[int, ...]) -> None:
