@@ -31,7 +31,7 @@ from tqdm import tqdm
 from engine.games.base import Game
 from training.klent import masked_log_policy
 from training.selfplay import Samples
-from training.teacher import LabelConfig, Manifest, read_shard, rules, shard_paths
+from training.teacher import LabelConfig, Manifest, read_shard, rules
 
 TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "tactical" position
 
@@ -80,8 +80,8 @@ class LabelledSet:
         replay = rules(config.game)
         row = 0
         bar = tqdm(total=manifest.positions, unit="pos", desc="encoding", disable=not progress)
-        for path in shard_paths(Path(folder)):
-            shard = read_shard(path)
+        for name in manifest.shards:  # this manifest's shards: a labeller may be adding more
+            shard = read_shard(Path(folder) / name)
             by_game: dict[int, list[int]] = {}
             for position, game_row in enumerate(shard["position_game"]):
                 by_game.setdefault(int(game_row), []).append(position)
