@@ -7,9 +7,24 @@ JSON summaries) to disk atomically, so a crash never leaves half a file behind.
 
 from __future__ import annotations
 
+import re
+
 from engine.games.go import COLUMNS, GoState
 
 _STONES = {0: ".", 1: "X", -1: "O"}
+_SCORE = re.compile(r"\s*([BW])\+(\d+(?:\.\d+)?)(?:\s|$)")
+
+
+def score_points(text: str) -> float | None:
+    """Black's lead in points of a GTP score: ``B+3.5`` -> 3.5, ``W+2`` -> -2.0, ``0`` -> 0.0;
+    None for anything else (``W+R``, ``B+F``).  Text after the score is ignored (GNU Go's
+    ``estimate_score`` adds its bounds there)."""
+    if text.strip() == "0":
+        return 0.0
+    match = _SCORE.match(text)
+    if match is None:
+        return None
+    return float(match.group(2)) * (1.0 if match.group(1) == "B" else -1.0)
 
 
 def board_text(state: GoState) -> str:

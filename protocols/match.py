@@ -37,7 +37,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -49,6 +48,7 @@ from engine.games.base import GameFormatError, IllegalMoveError
 from engine.games.go import GoGame
 from engine.games.sgf import write_sgf
 from protocols.engine_process import EngineCrashed, EngineError, EngineTimeout, GtpFailure, GtpProcess
+from protocols.go_text import score_points
 from protocols.match_stats import MatchSummary
 
 DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
@@ -227,13 +227,9 @@ def score_margin(results: list[GameResult]) -> dict[str, float | int] | None:
     """
     margins = []
     for r in results:
-        if r.result == "0" and "referee score" in r.reason:
-            margins.append(0.0)
-            continue
-        match = re.fullmatch(r"([BW])\+(\d+(?:\.\d+)?)", r.result)
-        if match is None:
-            continue
-        black_ahead = float(match.group(2)) * (1.0 if match.group(1) == "B" else -1.0)
+        black_ahead = score_points(r.result)
+        if black_ahead is None or (r.result == "0" and "referee score" not in r.reason):
+            continue  # a forfeit or a resignation: nobody counted the board
         margins.append(black_ahead if r.first == 0 else -black_ahead)
     if not margins:
         return None

@@ -19,15 +19,22 @@ for chess (the start position's FEN followed by the moves), GTP vertices for Go.
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 import engine.games
 from protocols.engine_process import GtpProcess
-from protocols.uci_value import wdl_value
+from protocols.go_text import score_points
+from protocols.uci_value import open_uci, wdl_value
+
+
+def off_the_edge(state) -> list[int]:
+    """The legal moves of a Go position that are neither a pass nor on the first line: the
+    random moves of a Go opening (a stone on the edge at move 2 is no opening anyone plays)."""
+    size = state.game.size
+    return [int(a) for a in np.flatnonzero(state.legal_mask())
+            if a < size * size and 0 < a % size < size - 1 and 0 < a // size < size - 1]
 
 
 def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[list[str], object] | None:
@@ -37,10 +44,7 @@ def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[lis
     state = game.initial_state()
     texts = []
     for _ in range(plies):
-        legal = [int(a) for a in state.legal_actions()]
-        if game_id != "chess":
-            size = game.size  # type: ignore[attr-defined]
-            legal = [a for a in legal if a < size * size and 0 < a % size < size - 1 and 0 < a // size < size - 1]
+        legal = [int(a) for a in state.legal_actions()] if game_id == "chess" else off_the_edge(state)
         if not legal or state.is_terminal:
             return None
         action = int(rng.choice(legal))
@@ -53,8 +57,7 @@ def chess_judge(command: str, depth: int) -> tuple[Callable[[object], float], Ca
     """(value of a `ChessState` as W - L for the side to move, close)."""
     import chess.engine
 
-    judge = chess.engine.SimpleEngine.popen_uci(shlex.split(command), timeout=60.0)
-    judge.configure({k: v for k, v in {"Threads": 1, "UCI_ShowWDL": True}.items() if k in judge.options})
+    judge = open_uci(command)
 
     def value(state) -> float:
         board = state.board
@@ -74,11 +77,8 @@ def go_judge(command: str, size: int, komi: float) -> tuple[Callable[[list[str]]
         judge.send(f"komi {komi:g}")
         for ply, vertex in enumerate(texts):
             judge.send(f"play {'bw'[ply % 2]} {vertex}")
-        estimate = judge.send("estimate_score", timeout=60.0)
-        match = re.match(r"\s*([BW])\+(\d+(?:\.\d+)?)", estimate)
-        if match is None:
-            return 0.0  # "0" or unreadable: even
-        return float(match.group(2)) * (1.0 if match.group(1) == "B" else -1.0)
+        estimate = score_points(judge.send("estimate_score", timeout=60.0))
+        return 0.0 if estimate is None else estimate  # unreadable: even
 
     return value, judge.close
 

@@ -1,15 +1,25 @@
-"""A UCI engine's evaluation of a line as one number: W - L in [-1, 1] for the side to move.
+"""A UCI engine as a judge of positions: W - L in [-1, 1] for the side to move.
 
 Teacher labelling (`training.teacher`) and the opening generator (`protocols.openings`) both
-read a UCI engine's opinion of positions; they must read it the same way.
+read a UCI engine's opinion of positions; they must start it and read it the same way.
 """
 
 from __future__ import annotations
 
 import math
+import shlex
 
 import chess
 import chess.engine
+
+
+def open_uci(command: str, hash_mb: int | None = None) -> chess.engine.SimpleEngine:
+    """The engine of ``command`` with one search thread (reproducible searches), WDL output,
+    and ``hash_mb`` of hash when given; options the engine lacks are left out."""
+    judge = chess.engine.SimpleEngine.popen_uci(shlex.split(command), timeout=60.0)
+    options = {"Threads": 1, "UCI_ShowWDL": True, **({"Hash": hash_mb} if hash_mb else {})}
+    judge.configure({k: v for k, v in options.items() if k in judge.options})
+    return judge
 
 
 def wdl_value(info: chess.engine.InfoDict, turn: chess.Color) -> float:

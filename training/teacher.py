@@ -45,7 +45,6 @@ import hashlib
 import json
 import queue
 import re
-import shlex
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -63,7 +62,9 @@ from engine.files import atomic_target, write_text_atomically
 from engine.games.chess import ChessGame, ChessState
 from engine.games.go import GoGame, GoState
 from protocols.engine_process import EngineError, GtpFailure, GtpProcess
-from protocols.uci_value import wdl_value
+from protocols.go_text import score_points
+from protocols.openings import off_the_edge
+from protocols.uci_value import open_uci, wdl_value
 
 MANIFEST = "manifest.json"
 FORMAT = 1  # shard layout version, in the manifest
@@ -261,9 +262,7 @@ def play_labelled_go_game(teacher: GtpProcess, config: LabelConfig, index: int) 
     while not state.is_terminal and state.move_number < config.max_plies:
         colour = "bw"[state.to_play]
         if state.move_number < config.opening_plies:
-            size = game.size
-            inner = [a for a in np.flatnonzero(state.legal_mask()) if a < size * size
-                     and 0 < a % size < size - 1 and 0 < a // size < size - 1]
+            inner = off_the_edge(state)
             action = int(rng.choice(inner)) if inner else game.pass_action
         else:
             listed = teacher.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=120.0).split()
@@ -279,7 +278,11 @@ def play_labelled_go_game(teacher: GtpProcess, config: LabelConfig, index: int) 
         teacher.send(f"play {colour} {vertex}")
         record.moves.append(vertex)
         state = state.play(action)
-    record.result = _score_value(teacher.send("final_score", timeout=120.0))
+    score = teacher.send("final_score", timeout=120.0)
+    result = score_points(score)
+    if result is None:
+        raise EngineError(f"the teacher's final_score {score!r} is not a score")
+    record.result = result
     owner = np.zeros(game.size * game.size, dtype=np.int8)
     stones = state.board().reshape(-1)
     for status in ("black_territory", "white_territory", "alive", "seki", "dead"):
@@ -297,15 +300,6 @@ def go_position_hash(state: GoState) -> int:
     (Python's ``hash`` of bytes is not), for deduplication across resumed runs."""
     data = bytes([state.to_play, state.consecutive_passes]) + state.board().tobytes()
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
-
-
-def _score_value(text: str) -> float:
-    """``B+3.5`` -> 3.5, ``W+2`` -> -2, ``0`` -> 0."""
-    text = text.strip()
-    if text in ("0", ""):
-        return 0.0
-    sign = 1.0 if text[0].upper() == "B" else -1.0
-    return sign * float(text[2:])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,12 +419,9 @@ def open_teacher(config: LabelConfig) -> chess.engine.SimpleEngine | GtpProcess:
             raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
         return teacher
     try:
-        teacher = chess.engine.SimpleEngine.popen_uci(shlex.split(config.teacher), timeout=60.0)
+        return open_uci(config.teacher, hash_mb=config.hash_mb)
     except (OSError, chess.engine.EngineError, TimeoutError) as error:
         raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
-    options = {"Threads": 1, "Hash": config.hash_mb, "UCI_ShowWDL": True}
-    teacher.configure({k: v for k, v in options.items() if k in teacher.options})
-    return teacher
 
 
 def label(

@@ -18,7 +18,7 @@ import shutil
 import time
 from pathlib import Path
 
-from klent.cli import CommandError
+from klent.cli import CommandError, find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
     words = shlex.split(args.teacher)
     if not words:
         raise CommandError("--teacher is empty")
-    if shutil.which(words[0]) is None:  # Debian installs engines in /usr/games, often not on PATH
-        found = shutil.which(words[0], path="/usr/games")
-        if found is None:
-            raise CommandError(f"teacher {words[0]!r} not found (on Debian: apt install stockfish)")
+    found = find_program(words[0])
+    if found is None:
+        raise CommandError(f"teacher {words[0]!r} not found (on Debian: apt install stockfish)")
+    if shutil.which(words[0]) is None:  # found in /usr/games only: name it by its path
         args.teacher = shlex.join([found, *words[1:]])
     config = teacher.LabelConfig(
         game=args.game, teacher=args.teacher, positions=args.positions,

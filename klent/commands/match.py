@@ -11,10 +11,9 @@ deterministic engines then play as many distinct games as there are openings tim
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
-from klent.cli import CommandError
+from klent.cli import CommandError, find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -124,5 +123,5 @@ def run(args: argparse.Namespace) -> int:
 
 def _default_referee() -> str:
     """GNU Go with Chinese (area) rules; Debian installs it in /usr/games, often not on PATH."""
-    gnugo = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games") or "gnugo"
+    gnugo = find_program("gnugo") or "gnugo"
     return f"{gnugo} --mode gtp --chinese-rules"

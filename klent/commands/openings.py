@@ -11,9 +11,8 @@ file is reproducible from its command (see protocols/openings.py).
 from __future__ import annotations
 
 import argparse
-import shutil
 
-from klent.cli import CommandError
+from klent.cli import CommandError, find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"--game must be chess or a Go game, not {args.game!r}")
     program = "stockfish" if chess_game else "gnugo"
     if args.judge is None:
-        found = shutil.which(program) or shutil.which(program, path="/usr/games")
+        found = find_program(program)
         if found is None:
             raise CommandError(f"no judge: {program} is not installed (or give --judge)")
         args.judge = found if chess_game else f"{found} --mode gtp --chinese-rules"
