@@ -199,15 +199,19 @@ def distill_loss(
     logits, action_values, _ = outputs
     mask = batch["masks"]
     policy_loss = -(batch["policy"] * masked_log_policy(logits, mask)).sum(dim=-1).mean()
-    targets = batch["q_targets"]
-    labelled = ~torch.isnan(targets)
-    errors = torch.where(labelled, action_values - torch.nan_to_num(targets), torch.zeros_like(targets))
-    per_position = errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)
-    value_loss = per_position.mean()
+    value_loss = q_squared_errors(action_values, batch["q_targets"]).mean()
     return policy_loss + q_weight * value_loss, {
         "policy_loss": policy_loss.detach(),
         "value_loss": value_loss.detach(),
     }
+
+
+def q_squared_errors(action_values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per position, the mean of (Q_theta - Q_teacher)^2 over its labelled moves (``targets``
+    NaN elsewhere): each position weighs the same, however many moves it has."""
+    labelled = ~torch.isnan(targets)
+    errors = torch.where(labelled, action_values - torch.nan_to_num(targets), torch.zeros_like(targets))
+    return errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)
 
 
 @torch.no_grad()
@@ -228,18 +232,16 @@ def validation_metrics(
         logits, action_values, _ = model(torch.from_numpy(chunk.obs).to(device))
         masks = torch.from_numpy(chunk.masks).to(device)
         chosen = logits.masked_fill(~masks, -1e9).argmax(dim=-1).cpu().numpy()
-        chosen_value = np.take_along_axis(chunk.q_targets, chosen[:, None], axis=1)[:, 0]
+        by_q = action_values.float().masked_fill(~masks, -2.0).argmax(dim=-1).cpu().numpy()
+        chosen_value, q_choice_value = (np.take_along_axis(chunk.q_targets, c[:, None], axis=1)[:, 0]
+                                        for c in (chosen, by_q))  # the teacher's value of each choice
         known = ~np.isnan(chosen_value)  # Go labels only the teacher's move
         agree += int(((chosen == chunk.actions) | (known & (chosen_value >= chunk.returns))).sum())
         regret += float((chunk.returns - chosen_value)[known].sum())
         valued += int(known.sum())
-        by_q = action_values.float().masked_fill(~masks, -2.0).argmax(dim=-1).cpu().numpy()
-        q_choice = np.take_along_axis(chunk.q_targets, by_q[:, None], axis=1)[:, 0]
-        q_regret += float(np.nansum(chunk.returns - q_choice))
+        q_regret += float(np.nansum(chunk.returns - q_choice_value))
         targets = torch.from_numpy(chunk.q_targets).to(device)
-        labelled = ~torch.isnan(targets)
-        errors = torch.where(labelled, action_values.float() - torch.nan_to_num(targets), torch.zeros_like(targets))
-        squared += float((errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)).sum())
+        squared += float(q_squared_errors(action_values.float(), targets).sum())
         for row, position in enumerate(index[start : start + batch_size]):
             _, values = dataset.labels(int(position))
             if len(values) > 1 and np.partition(values, -2)[-2] <= values.max() - TACTIC_GAP:

@@ -157,7 +157,7 @@ class TrainConfig:
     optim: OptimConfig = OptimConfig()
     eval: EvalConfig = EvalConfig()
     distill: DistillConfig = DistillConfig()
-    init: str = ""  # weights a new run starts from (a checkpoint.pt or an ONNX model); "" = random
+    init: str = ""  # the checkpoint.pt whose weights a new run starts from; "" = random weights
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -556,7 +556,7 @@ class Trainer:
                 stale.unlink()
             write_text_atomically(self.out / CONFIG_TOML, config_to_toml(config))  # for people to read
             truncate_metrics(self.out / METRICS, self.iteration)
-            if config.selfplay.evaluator == "onnx":
+            if self._plays_through_onnx:
                 with _random_state_kept():
                     self._export()  # the weights the next self-play uses (fresh on a resume)
         self._barrier()
@@ -654,7 +654,7 @@ class Trainer:
         if (
             evaluate
             or keep
-            or self.config.selfplay.evaluator == "onnx"
+            or self._plays_through_onnx
             or self.iteration % self.config.export_every == 0
         ):
             self._export()
@@ -685,6 +685,12 @@ class Trainer:
             copy_atomically(self.out / LATEST_ONNX, self.out / REFERENCE_ONNX)
 
     # -- pieces ------------------------------------------------------------------------------------
+
+    @property
+    def _plays_through_onnx(self) -> bool:
+        """Self-play reads ``latest.onnx``, which must then follow every update; distillation
+        plays no games, so its model is exported every ``export_every`` iterations only."""
+        return self.labelled is None and self.config.selfplay.evaluator == "onnx"
 
     def _collect(self) -> Samples:
         if self.labelled is not None:
