@@ -33,6 +33,8 @@ class Evaluation(NamedTuple):
     policy_logits: np.ndarray  # float32[B, A]; illegal actions = MASKED_LOGIT
     action_values: np.ndarray  # float32[B, A]; illegal actions = 0
     state_value: np.ndarray | None  # float32[B], or None for a policy + action-value model
+    ownership: np.ndarray | None = None  # float32[B, H, W] in [-1, 1], for a model with that head
+    score: np.ndarray | None = None  # float32[B], final score in points, for a model with that head
 
 
 class Evaluator(Protocol):
@@ -88,7 +90,9 @@ def apply_legal_mask(
 # --- ONNX models ------------------------------------------------------------------------------
 #
 # A model file is an ONNX graph with input ``obs`` float32[B, C, H, W] (dynamic batch axis),
-# outputs ``policy_logits`` and ``action_values`` (and ``state_value`` when trained with one),
+# outputs ``policy_logits`` and ``action_values`` (and ``state_value``, ``ownership`` [B, H, W]
+# and ``score`` [B] when trained with those heads: Go's final owner of each point and final
+# score, from the side to move's view),
 # and metadata props naming the game and the encoder version it was trained for (DESIGN.md).
 # `training.export` writes these names; this module is the one place that defines them.
 
@@ -96,6 +100,8 @@ INPUT_NAME = "obs"
 POLICY_OUTPUT = "policy_logits"
 ACTION_VALUE_OUTPUT = "action_values"
 STATE_VALUE_OUTPUT = "state_value"
+OWNERSHIP_OUTPUT = "ownership"
+SCORE_OUTPUT = "score"
 META_GAME = "klent.game"
 META_ENCODER = "klent.encoder"
 META_ARCH = "klent.arch"
@@ -128,6 +134,8 @@ class ModelInfo:
     training: dict[str, str]  # algorithm, simulator evaluations, date, ...
     has_action_values: bool
     has_state_value: bool
+    has_ownership: bool = False
+    has_score: bool = False
 
 
 def select_providers(available: Sequence[str]) -> list[str]:
@@ -199,6 +207,10 @@ class OnnxEvaluator:
             self._outputs.append(ACTION_VALUE_OUTPUT)
         if self.info.has_state_value:
             self._outputs.append(STATE_VALUE_OUTPUT)
+        if self.info.has_ownership:
+            self._outputs.append(OWNERSHIP_OUTPUT)
+        if self.info.has_score:
+            self._outputs.append(SCORE_OUTPUT)
 
     def evaluate(self, states: Sequence[State]) -> Evaluation:
         """Encode ``states`` and evaluate them in one batch."""
@@ -223,8 +235,14 @@ class OnnxEvaluator:
         if q is None:
             q = np.zeros((batch, self.game.num_actions), dtype=np.float32)
         logits, q = apply_legal_mask(outputs[POLICY_OUTPUT], q, masks)
-        v = outputs.get(STATE_VALUE_OUTPUT)
-        return Evaluation(logits, q, None if v is None else v.astype(np.float32).reshape(batch))
+        v, ownership, score = (outputs.get(name) for name in (STATE_VALUE_OUTPUT, OWNERSHIP_OUTPUT, SCORE_OUTPUT))
+        return Evaluation(
+            logits,
+            q,
+            None if v is None else v.astype(np.float32).reshape(batch),
+            None if ownership is None else ownership.astype(np.float32),
+            None if score is None else score.astype(np.float32).reshape(batch),
+        )
 
 
 def _open_session(
@@ -274,6 +292,8 @@ def _read_info(path: str, session: ort.InferenceSession) -> ModelInfo:
         training={str(k): str(v) for k, v in training.items()},
         has_action_values=ACTION_VALUE_OUTPUT in output_names,
         has_state_value=STATE_VALUE_OUTPUT in output_names,
+        has_ownership=OWNERSHIP_OUTPUT in output_names,
+        has_score=SCORE_OUTPUT in output_names,
     )
 
 

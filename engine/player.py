@@ -85,6 +85,16 @@ class Decision:
         return (self.value + 1.0) / 2.0
 
 
+@dataclass(frozen=True)
+class Ownership:
+    """The network's view of how a Go game ends from a position: each point's owner
+    (float32[H, W] in [-1, 1], +1 = the side to move's) and the final score in points for the
+    side to move (None for a model without a score head)."""
+
+    owner: np.ndarray
+    score: float | None
+
+
 def model_path_for(game: Game, weights_dir: str | Path = DEFAULT_WEIGHTS_DIR) -> Path:
     """Where the shipped model of ``game`` lives: ``weights/<game name>.onnx``."""
     return Path(weights_dir) / f"{game.name}.onnx"
@@ -170,6 +180,16 @@ class Player:
         if count > len(self._actions):
             raise IndexError(f"cannot undo {count} moves: only {len(self._actions)} played")
         return self.set_position(self._initial, self._actions[: len(self._actions) - count])
+
+    def ownership(self) -> Ownership | None:
+        """The model's ownership (and score) of the current position, one network call; None
+        for a model without an ownership head.  Protocols judge dead stones by it (GTP) and
+        shade territory with it (the web page)."""
+        evaluation = self.evaluator.evaluate([self._state])  # a finished game's too
+        if evaluation.ownership is None:
+            return None
+        score = None if evaluation.score is None else float(evaluation.score[0])
+        return Ownership(owner=evaluation.ownership[0], score=score)
 
     def decide(
         self,

@@ -2,9 +2,9 @@
 
 The rules (legality, captures, superko, area score) are `engine.games.go`'s business; what is
 here is judgement a Go engine adds on top of them: a move into its own single-point eye is a
-waste when passing is as good, and when dead stones must be removed (``kgs-genmove_cleanup``,
+waste when passing is as good, when dead stones must be removed (``kgs-genmove_cleanup``,
 or passing would lose) the useful points are the liberties of enemy chains that are not
-self-atari.
+self-atari, and a referee removes the stones a network's ownership map calls dead.
 
 Boards are flat ``GoState.board().ravel()`` arrays: +1 Black, -1 White, 0 empty, so a point
 index is the move's action (``row * size + col``, row 0 at the top).  A colour is the stone
@@ -105,3 +105,18 @@ def cleanup_points(board: np.ndarray, size: int, colour: int) -> list[int]:
     for _, liberties in chains(board, size, -colour):
         points |= liberties
     return sorted(p for p in points if not is_self_atari(board, size, p, colour))
+
+
+def dead_stones(board: np.ndarray, size: int, owner: np.ndarray) -> set[int]:
+    """The stones a referee would remove, judged by a predicted ownership map ``owner`` (flat,
+    +1 = Black's, as ``board``): every chain whose mean predicted ownership is its opponent's.
+
+    A chain is judged as a whole (KataGo's way of reading its ownership output), so one stone
+    of a living group that the network is unsure about is not cut out of it.
+    """
+    dead: set[int] = set()
+    for colour in (1, -1):
+        for stones, _ in chains(board, size, colour):
+            if float(np.mean(owner[sorted(stones)])) * colour < 0:
+                dead |= stones
+    return dead

@@ -16,11 +16,18 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   forgotten (the rules have no way to express such a sequence).
 * **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
   rate below `resign_threshold`, genmove answers ``resign`` (0 disables resigning).
-* **Passing.**  We pass only when passing cannot lose under area scoring: when the opponent
-  has just passed and the area score of the board as it stands (all stones alive, the scoring
-  the game itself uses) already wins, we pass at once, and the game ends with our win; when
-  the network wants to pass but that score does not win, we keep playing where opponent
-  stones can still be attacked, as under cleanup, and pass only when there is no such point.
+* **Dead stones.**  GNU Go, Pachi, KGS and human referees remove dead stones before they
+  count.  A model with an ownership head judges them the same way: a chain whose mean
+  predicted ownership is its opponent's is dead (`go_board.dead_stones`), and the *judged*
+  score is the area score with those stones removed.  A model without one counts every stone
+  alive (the judged score is then the board's area score).
+* **Passing.**  We pass only when passing cannot lose: when the opponent has just passed and
+  both the area score of the board as it stands (all stones alive: what Tromp-Taylor rules
+  count) and the judged score win, we pass at once, and the game ends with our win.  When the
+  network wants to pass but either does not win, we keep playing: where opponent stones can
+  still be attacked, as under cleanup (capturing the stones a referee would remove anyway
+  costs nothing under area scoring); else, where only our own dead stones lose the count, the
+  search's best other move (a one-eyed group must try to live, not pass); else we pass.
 * **Own eyes.**  A move into our own single-point eye is replaced by a pass unless its value
   beats the pass's by more than `EYE_FILL_MARGIN`.
 * **Cleanup** (``kgs-genmove_cleanup``): a pass is replaced by the best legal point (by the
@@ -29,9 +36,10 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
 * **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed a `GameClock`; each move
   searches for the clock's budget (`engine.timecontrol.move_budget`, keeping ``margin`` seconds
   of lag per move), capped by the configured simulations; a budget of 0 plays reactively.
-* **Scoring.**  `final_score` is the Tromp-Taylor area score of the board with every stone
-  counted alive (the game's own scoring; honest but blind to dead stones, which is why the
-  engine captures them under cleanup), and `final_status_list dead` is empty.
+* **Scoring.**  `final_score` is the judged score and `final_status_list dead` the stones the
+  ownership head calls dead; without that head, the Tromp-Taylor area score with every stone
+  counted alive (blind to dead stones, which is why the engine captures them under cleanup),
+  and no stone is dead.
 * **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line every interval
   until the next input line arrives.  Our search is planned from its budget (Sequential
   Halving), so streaming analysis runs successive searches of one interval each on the same
@@ -40,9 +48,11 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   `ANALYSIS_VISIT_CAP` visits (memory) and the command then waits for input.  Analysis always
   searches (also in reactive mode).  ``*-genmove_analyze`` runs the move's normal search and
   prints its analysis once before ``play <move>``.  Fields: Leela Zero's winrate and prior in
-  1/10000; KataGo's as fractions with utility = the move's value in [-1, 1].  Our networks
-  have no score or ownership head, so no ``scoreMean``/``lcb``/``ownership`` fields are
-  printed (``ownership true`` is accepted and ignored).
+  1/10000; KataGo's as fractions with utility = the move's value in [-1, 1].  With
+  ``ownership true`` and a model with an ownership head, ``kata-analyze`` ends each line with
+  ``ownership`` and one value per point (row by row from the top left, +1 = the side to move's,
+  as KataGo reports it by default); a model without that head prints none.  No per-move
+  ``scoreMean``/``lcb`` fields: the score head values the position, not each move.
 """
 
 from __future__ import annotations
@@ -101,6 +111,7 @@ class _AnalysisRequest:
     interval: float  # seconds
     min_moves: int
     max_moves: int
+    ownership: bool = False
 
 
 class GtpEngine:
@@ -135,7 +146,7 @@ class GtpEngine:
             "time_settings": self.cmd_time_settings,
             "kgs-time_settings": self.cmd_kgs_time_settings,
             "time_left": self.cmd_time_left,
-            "final_score": lambda args: result_text(self.state),
+            "final_score": lambda args: result_text(self._judged(self.state)[0]),
             "final_status_list": self.cmd_final_status_list,
             "loadsgf": self.cmd_loadsgf,
             "printsgf": self.cmd_printsgf,
@@ -446,8 +457,10 @@ class GtpEngine:
         board = state.board().ravel()
         stone = 1 if colour == 0 else -1
         score = state.score() * stone  # area score from our view, all stones alive
+        judged = self._judged(state)[0].score() * stone  # dead stones removed
+        wins_now = score > 0 and judged > 0
         opponent_passed = state.last_action == game.pass_action
-        if opponent_passed and not cleanup and score > 0:
+        if opponent_passed and not cleanup and wins_now:
             return None, game.pass_action  # the game ends now, and we win it
         options = self._move_options(colour, int((board == 0).sum()))
         if analysed:
@@ -461,8 +474,10 @@ class GtpEngine:
         if action != game.pass_action and go_board.is_own_eye(board, game.size, action, stone):
             if q[game.pass_action] >= q[action] - EYE_FILL_MARGIN:
                 action = game.pass_action
-        if action == game.pass_action and (cleanup or score <= 0):
+        if action == game.pass_action and (cleanup or not wins_now):
             action = self._cleanup_move(state, decision)
+            if action == game.pass_action and not cleanup and judged <= 0 < score:
+                action = self._rescue_move(state, decision)
         return decision, action
 
     def _move_options(self, colour: int, empty_points: int) -> PlayOptions:
@@ -484,6 +499,39 @@ class GtpEngine:
         self._losing[colour] = self._losing[colour] + 1 if decision.winrate < threshold else 0
         return self._losing[colour] >= self.config.resign_moves
 
+    def _judged(self, state: GoState) -> tuple[GoState, set[int]]:
+        """``state`` as a referee counts it, and the dead stones it removed (`go_board.dead_stones`
+        by the model's ownership head; none for a model without one, or when no model loads:
+        the scoring commands still answer then)."""
+        try:
+            ownership = self.player(state).ownership()
+        except GtpError:
+            return state, set()
+        if ownership is None:
+            return state, set()
+        board = state.board().ravel()
+        black_view = ownership.owner.ravel() * (1 if state.to_play == 0 else -1)
+        dead = go_board.dead_stones(board, self.game.size, black_view)
+        alive = [[p for p in np.flatnonzero(board == colour).tolist() if p not in dead] for colour in (1, -1)]
+        return self.game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play), dead
+
+    def _rescue_move(self, state: GoState, decision: Decision) -> int:
+        """The search's favourite move other than a pass, a move into our own eye or a
+        self-atari (our group the referee would call dead must try to live), else pass."""
+        stone = 1 if state.to_play == 0 else -1
+        board = state.board().ravel()
+        size = self.game.size
+        candidates = [
+            a for a in np.flatnonzero(state.legal_mask()).tolist()
+            if a != self.game.pass_action
+            and not go_board.is_own_eye(board, size, a, stone)
+            and not go_board.is_self_atari(board, size, a, stone)
+        ]
+        if not candidates:
+            return self.game.pass_action
+        result = decision.result
+        return max(candidates, key=lambda a: (int(result.visits[a]), float(result.improved_policy[a])))
+
     def _cleanup_move(self, state: GoState, decision: Decision) -> int:
         """The engine's favourite legal cleanup point (see `go_board.cleanup_points`), else pass."""
         stone = 1 if state.to_play == 0 else -1
@@ -501,13 +549,15 @@ class GtpEngine:
         status = _one_arg(args).lower()
         if status not in ("alive", "dead", "seki"):
             raise GtpError("syntax error")
-        if status != "alive":
+        if status == "seki":
             return ""
         board = self.state.board().ravel()
+        dead = self._judged(self.state)[1]
         return "\n".join(
             " ".join(self.game.vertex(p) for p in sorted(stones))
             for colour in (1, -1)
             for stones, _ in go_board.chains(board, self.game.size, colour)
+            if (stones <= dead) == (status == "dead")
         )
 
     def cmd_loadsgf(self, args: list[str]) -> str:
@@ -555,7 +605,7 @@ class GtpEngine:
         )
         while not self._input_ready.is_set():
             decision = player.decide(options, stop=self._input_ready)
-            self._write(self._info_line(decision, style, request) + "\n")
+            self._write(self._info_line(decision, style, request, player) + "\n")
             tree = decision.result.tree
             if tree is not None and tree.visits >= ANALYSIS_VISIT_CAP:
                 self._input_ready.wait()
@@ -569,12 +619,12 @@ class GtpEngine:
         self._write(reply_head(cid) + "\n")
         decision, action = self._choose(request.colour, analysed=True)
         if decision is not None:
-            self._write(self._info_line(decision, style, request) + "\n")
+            self._write(self._info_line(decision, style, request, self.player(self.state)) + "\n")
         self._write(f"play {self._finish_move(request.colour, action, commit=True)}\n\n")
 
     def _analysis_request(self, args: list[str]) -> _AnalysisRequest:
         """``[colour] [interval] [key value]...`` as Leela Zero and KataGo accept them."""
-        colour, interval, min_moves, max_moves = None, DEFAULT_INTERVAL, 0, 0
+        colour, interval, min_moves, max_moves, ownership = None, DEFAULT_INTERVAL, 0, 0, False
         words = list(args)
         if words and words[0].lower() in COLOURS:
             colour = COLOURS[words.pop(0).lower()]
@@ -595,16 +645,19 @@ class GtpEngine:
                 elif key in ("ownership", "ownershipstdev", "pvvisits", "movesownership", "rootinfo", "pvedgevisits"):
                     if value.lower() not in ("true", "false"):
                         raise ValueError(value)
+                    if key == "ownership":
+                        ownership = value.lower() == "true"
                 else:
                     raise GtpError(f"unsupported analysis option {key!r}")
             except ValueError:
                 raise GtpError(f"syntax error (bad value for {key!r})") from None
         if interval <= 0:
             interval = DEFAULT_INTERVAL
-        return _AnalysisRequest(colour, max(0.05, interval), max(0, min_moves), max(0, max_moves))
+        return _AnalysisRequest(colour, max(0.05, interval), max(0, min_moves), max(0, max_moves), ownership)
 
-    def _info_line(self, decision: Decision, style: str, request: _AnalysisRequest) -> str:
-        """The candidate moves of a decision as one ``info move ...`` line."""
+    def _info_line(self, decision: Decision, style: str, request: _AnalysisRequest, player: Player) -> str:
+        """The candidate moves of a decision as one ``info move ...`` line (and KataGo's
+        ``ownership`` field when asked for and the model has the head)."""
         moves = analysis_moves(decision)
         visited = [m for m in moves if m.visits > 0]
         shown = moves[: max(len(visited), request.min_moves, 1)]
@@ -623,6 +676,10 @@ class GtpEngine:
                     f"info move {m.move} visits {m.visits} utility {m.value:.6f} winrate {m.winrate:.6f} "
                     f"prior {m.prior:.6f} order {order} pv {pv}"
                 )
+        if style != "lz" and request.ownership:
+            ownership = player.ownership()
+            if ownership is not None:
+                parts.append("ownership " + " ".join(f"{v:.6f}" for v in ownership.owner.ravel()))
         return " ".join(parts)
 
 

@@ -321,12 +321,17 @@ class _Service:
         search = None
         if request.search:
             search = SearchOut(**_search_out(self._decide(player, self._options(request, "search", request.top_moves))))
+        # The reactive call's ownership and score, turned to Black's view as a board is drawn.
+        ownership, score = reactive.result.ownership, reactive.result.score
+        black = 1.0 if player.state.to_play == 0 else -1.0
         return AnalyzeResponse(
             game=model.game.name,
             value=reactive.value,
             winrate=reactive.winrate,
             moves=[MoveValue(move=m.move, prior=m.prior, q=m.q) for m in reactive.top_moves],
             search=search,
+            ownership=None if ownership is None else (ownership * black).round(4).tolist(),
+            score=None if score is None else score * black,
             elapsed=time.perf_counter() - start,
         )
 

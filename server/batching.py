@@ -214,12 +214,7 @@ class BatchingEvaluator:
 def _split(evaluation: Evaluation, sizes: list[int]) -> list[Evaluation]:
     """Rows of a merged evaluation, per caller (copies, so callers never share memory)."""
     bounds = np.cumsum([0, *sizes])
-    value = evaluation.state_value
     return [
-        Evaluation(
-            evaluation.policy_logits[lo:hi].copy(),
-            evaluation.action_values[lo:hi].copy(),
-            None if value is None else value[lo:hi].copy(),
-        )
+        Evaluation(*(None if part is None else part[lo:hi].copy() for part in evaluation))
         for lo, hi in zip(bounds[:-1], bounds[1:])
     ]

@@ -134,6 +134,14 @@ class AnalyzeResponse(BaseModel):
     winrate: float
     moves: list[MoveValue] = Field(description="Every legal move, by prior (one network call).")
     search: SearchOut | None = None
+    ownership: list[list[float]] | None = Field(
+        default=None,
+        description="Go, for a model with an ownership head: each point's predicted final owner, "
+        "rows from the top, +1 = Black's, -1 = White's.",
+    )
+    score: float | None = Field(
+        default=None, description="Go, for a model with a score head: the predicted final score, Black minus White, komi included."
+    )
     elapsed: float
 
 

@@ -66,3 +66,40 @@ def untrained_model(tmp_path_factory: pytest.TempPathFactory):
         return cache[key]
 
     return make
+
+
+@pytest.fixture(scope="session")
+def ownership_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A 9x9 model whose ownership head says Black owns columns A-E and White F-J, whatever
+    the position (reported from the side to move's view, as a trained head's), to exercise
+    what the protocols do with ownership: a referee's dead stones, passing, analysis.  Its
+    policy, action values and score are an untrained net's."""
+    import torch
+    from torch import nn
+
+    import engine.games as games
+    from training.export import export_onnx
+    from training.nets import NetConfig, build_net
+
+    class BlackLeftWhiteRight(nn.Module):
+        """Pre-tanh ownership: +6 on Black's side for Black to move, flipped for White."""
+
+        def __init__(self, size: int) -> None:
+            super().__init__()
+            columns = torch.arange(size).repeat(size, 1)
+            self.register_buffer("black", torch.where(columns <= 4, 6.0, -6.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            black_to_move = x[:, 0]  # the stem copies the side-to-move plane here
+            return self.black * (2.0 * black_to_move - 1.0)
+
+    torch.manual_seed(0)
+    game = games.get("go9")
+    model = build_net(game, NetConfig(blocks=0, channels=2, ownership_head=True, score_head=True)).eval()
+    with torch.no_grad():
+        model.stem.weight.zero_()
+        model.stem.weight[0, game.observation_shape[0] - 1, 1, 1] = 1.0  # plane 16: Black to move
+    model.ownership_head = BlackLeftWhiteRight(game.size)
+    path = tmp_path_factory.mktemp("ownership-model") / "go9.onnx"
+    export_onnx(model, game, path, training_info={"algorithm": "fixed ownership"})
+    return str(path)

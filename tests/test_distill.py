@@ -21,6 +21,7 @@ import engine.games
 from training import teacher
 from training.distill import LabelledSet, batches, distill_loss, to_samples, validation_metrics
 from training.nets import NetConfig, build_net
+from training.selfplay import SelfPlayConfig
 from training.trainer import EvalConfig, OptimConfig, Trainer, TrainConfig, load_config
 
 CONFIGS = Path(__file__).resolve().parent.parent / "training" / "configs"
@@ -239,3 +240,34 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     samples = to_samples(data, np.arange(len(data)), game.num_actions, 0.05)
     assert (samples.masks.sum(axis=1) > 1).all()  # every legal move, not only the labelled one
     assert (samples.policy.max(axis=1) == 1.0).all() and (np.abs(samples.returns) == 1).all()
+    # The auxiliary targets: the final ownership and score from the mover's view, the score's
+    # sign the game's outcome.
+    assert data.ownership is not None and data.score is not None
+    outcome = data.value[data.label_start[:-1]]
+    np.testing.assert_array_equal(np.sign(data.score), outcome)
+    assert samples.ownership is not None and samples.score is not None
+    np.testing.assert_array_equal(samples.ownership, data.ownership)
+
+    # A Go network with ownership and score heads distils from it, then KLENT goes on from it.
+    base = load_config(CONFIGS / "go9_distill_cpu.toml")
+    config = dataclasses.replace(
+        base, blocks=1, channels=8, iterations=2, export_every=1, keep_every=0,
+        distill=dataclasses.replace(base.distill, data=str(tmp_path / "go"), positions=32),
+        optim=OptimConfig(batch_size=16, symmetries=True), eval=EvalConfig(every=1, games=0),
+    )
+    run = Trainer(config, tmp_path / "distill", threads=1)
+    run.run(progress=False)
+    run.close()
+    record = json.loads((tmp_path / "distill" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert {"ownership_loss", "score_loss", "val_top1"} <= set(record)
+    follow = dataclasses.replace(
+        load_config(CONFIGS / "go9_cpu.toml"), blocks=1, channels=8, ownership_head=True, score_head=True,
+        init=str(tmp_path / "distill" / "checkpoint.pt"), selfplay=SelfPlayConfig(games=2, steps=4),
+        optim=OptimConfig(batch_size=8), eval=EvalConfig(every=0),
+    )
+    second = Trainer(follow, tmp_path / "klent", threads=1)
+    for name, tensor in second.model.state_dict().items():
+        assert torch.equal(tensor, run.model.state_dict()[name]), name
+    second.run(iterations=1, progress=False)
+    second.close()
+    assert "ownership_loss" in json.loads((tmp_path / "klent" / "metrics.jsonl").read_text())

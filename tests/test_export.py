@@ -130,6 +130,22 @@ def test_state_value_model_parity(tmp_path: Path) -> None:
     assert_same_evaluation(evaluator.evaluate(positions), torch_result)
 
 
+def test_ownership_and_score_heads_travel_through_onnx(tmp_path: Path) -> None:
+    game = games.get("go9")
+    config = NetConfig(blocks=2, channels=8, ownership_head=True, score_head=True, global_pooling=True)
+    model = trained_looking_net(game, config, seed=8)
+    export_onnx(model, game, tmp_path / "o.onnx")
+    evaluator = OnnxEvaluator(tmp_path / "o.onnx")
+    assert (evaluator.info.has_ownership, evaluator.info.has_score) == (True, True)
+    assert evaluator.info.arch == "resnet-2x8-gpool"
+    positions = random_positions(game, 20, seed=9)
+    onnx_result = evaluator.evaluate(positions)
+    assert onnx_result.ownership is not None and onnx_result.ownership.shape == (20, 9, 9)
+    assert onnx_result.score is not None and onnx_result.score.shape == (20,)
+    assert np.abs(onnx_result.ownership).max() <= 1.0 and onnx_result.ownership.std() > 0
+    assert_same_evaluation(onnx_result, TorchEvaluator(model, game, device="cpu").evaluate(positions))
+
+
 def test_klent_export_random_baseline_model(tmp_path: Path, capsys) -> None:
     """``--random`` with the Gumbel AlphaZero heads (policy + state value), seeded."""
     out = tmp_path / "random.onnx"

@@ -61,7 +61,7 @@ def test_forward_shapes_and_ranges(shape, num_actions, config) -> None:
     torch.manual_seed(0)
     model = build_net(ShapeOnlyGame(shape, num_actions), config).eval()
     with torch.no_grad():
-        logits, q, v = model(torch.randn(5, *shape) * 3)
+        logits, q, v, _, _ = model(torch.randn(5, *shape) * 3)
     assert logits.shape == (5, num_actions)
     assert logits.std() > 0  # not a constant output
     if config.action_value_head:
@@ -120,7 +120,7 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
     obs = torch.randn(6, *game.observation_shape)
     with torch.no_grad():
         for a, b in zip(model(obs), loaded.model.eval()(obs)):
-            assert torch.equal(a, b)
+            assert (a is None and b is None) or torch.equal(a, b)
 
 
 def test_checkpoint_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,7 +196,7 @@ def test_torch_evaluator_masks_and_uses_eval_mode() -> None:
     assert np.all(result.policy_logits[2] == MASKED_LOGIT)  # terminal: nothing is legal
     assert np.all(result.action_values[2] == 0.0)
     with torch.no_grad():
-        logits, q, _ = model.eval()(torch.from_numpy(game.encode_batch(states[:2])))
+        logits, q, *_ = model.eval()(torch.from_numpy(game.encode_batch(states[:2])))
     np.testing.assert_allclose(result.policy_logits[:2], logits.numpy(), atol=1e-6)
     np.testing.assert_allclose(result.action_values[:2], q.numpy(), atol=1e-6)
     # One state alone gives what it gets inside a batch: no batch statistics are used.
@@ -223,7 +223,7 @@ def test_convolutional_heads_score_each_move_at_its_from_square_and_export(tmp_p
     state = game.initial_state()
     obs = torch.from_numpy(game.encode(state))[None]
     with torch.no_grad():
-        logits, q, _ = model(obs)
+        logits, q, *_ = model(obs)
     planes = captured["planes"][0]  # [73, 8, 8]: obs[:, rank, file] with rank 0 the mover's back rank
     for move in ("g1f3", "e2e4", "b1c3"):
         action = game.text_to_action(state, move)

@@ -126,6 +126,7 @@ def test_analyze_gives_every_legal_move_from_one_network_call(client, models_dir
     assert sum(m["prior"] for m in body["moves"]) == pytest.approx(1.0, abs=1e-4)
     priors = [m["prior"] for m in body["moves"]]
     assert priors == sorted(priors, reverse=True) and body["search"] is None
+    assert body["ownership"] is None and body["score"] is None  # no such heads
     evaluations = metric(after, "klent_network_evaluations_total", game="go9") - metric(
         before, "klent_network_evaluations_total", game="go9"
     )
@@ -421,3 +422,18 @@ def test_sigterm_finishes_the_request_in_flight(models_dir):
         assert "Application shutdown complete" in server.log()
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{server.url}/healthz", timeout=2)
+
+
+def test_analyze_returns_the_ownership_of_a_model_with_that_head(ownership_model, tmp_path):
+    """Black's view whoever is to move (the model says Black owns columns A-E); a model
+    without the head returns none."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy(ownership_model, folder / "go9.onnx")
+    with make_client(folder) as test_client:
+        for moves in ([], ["E5"]):
+            body = test_client.post("/v1/go9/analyze", json={"moves": moves}).json()
+            rows = body["ownership"]
+            assert len(rows) == 9 and all(len(row) == 9 for row in rows)
+            assert all(v > 0.99 for row in rows for v in row[:5]) and all(v < -0.99 for row in rows for v in row[5:])
+            assert isinstance(body["score"], float)

@@ -82,3 +82,18 @@ def test_play_chess_with_search(page, artifacts_dir):
     assert "32 simulations" in page.inner_text("#eval-text")
     assert page.locator("[data-square='e4'] .piece-white").count() == 1
     page.screenshot(path=os.path.join(artifacts_dir, "web-chess.png"))
+
+
+def test_territory_shading_from_the_ownership_head(page, ownership_model, tmp_path, artifacts_dir):
+    """The model says Black owns columns A-E: with "Territory" ticked, 45 black and 36 white
+    squares, and the predicted result under the analysis."""
+    shutil.copy(ownership_model, tmp_path / "go9.onnx")
+    with running_server(tmp_path) as process:
+        page.goto(process.url + "/")  # the last test of the module: the page may leave
+        page.wait_for_selector("#status:has-text('Your move')")
+        assert page.is_visible("#territory-label")
+        page.check("#territory")
+        page.wait_for_function("document.querySelectorAll('rect.owner-black').length === 45")
+        assert page.locator("rect.owner-white").count() == 36
+        assert "Predicted result:" in page.inner_text("#territory-score")
+        page.screenshot(path=os.path.join(artifacts_dir, "web-go9-territory.png"))

@@ -29,7 +29,10 @@ import torch
 from tqdm import tqdm
 
 from engine.games.base import Game
+from engine.games.go import GoGame
 from training.klent import masked_log_policy
+from training.nets import NetOutputs
+from training.ownership import final_targets
 from training.selfplay import Samples
 from training.teacher import LabelConfig, Manifest, read_shard, rules
 
@@ -61,6 +64,8 @@ class LabelledSet:
     value: np.ndarray  # float32[L]
     validation: np.ndarray  # bool[N]: from a validation game
     description: str = ""  # teacher, limits and size, for model provenance
+    ownership: np.ndarray | None = None  # Go: int8[N, points], final owners from the mover's view
+    score: np.ndarray | None = None  # Go: float32[N], final score in points from the mover's view
 
     def __len__(self) -> int:
         return len(self.obs)
@@ -77,6 +82,7 @@ class LabelledSet:
         obs = np.empty((manifest.positions, *game.observation_shape), dtype=np.float16)
         legal = np.empty((manifest.positions, (game.num_actions + 7) // 8), dtype=np.uint8)
         starts, actions, values, validation = [np.zeros(1, np.int64)], [], [], []
+        owners, scores = [], []  # Go
         replay = rules(config.game)
         row = 0
         bar = tqdm(total=manifest.positions, unit="pos", desc="encoding", disable=not progress)
@@ -96,12 +102,19 @@ class LabelledSet:
             bar.update(len(shard["ply"]))
             # positions were visited game by game, which is their stored order within a shard
             if "teacher_action" in shard:
-                # Go: the teacher's move is the policy target and the game's outcome its value
-                # target; GNU Go's top-move values (points) and the ownership stay in the
-                # shards for the ownership and score heads, which this loader does not feed.
+                # Go: the teacher's move is the policy target, the game's outcome its value
+                # target, and its final ownership (dead stones judged by the teacher) and score
+                # the auxiliary targets; GNU Go's top-move values (points) stay in the shards.
                 starts.append(np.arange(1, len(shard["ply"]) + 1) + starts[-1][-1])
                 actions.append(shard["teacher_action"].astype(np.int64))
                 values.append(shard["outcome"])
+                assert isinstance(replay, GoGame)
+                for owner, ply in zip(shard["ownership"], shard["ply"]):
+                    player = int(ply) % 2
+                    black_view = owner * (1 if player == 0 else -1)
+                    owned, score = final_targets(black_view, replay.komi, player)
+                    owners.append(owned.astype(np.int8))
+                    scores.append(score)
             else:
                 starts.append(shard["label_start"][1:] + starts[-1][-1])
                 actions.append(shard["action"].astype(np.int64))
@@ -114,6 +127,8 @@ class LabelledSet:
             action=np.concatenate(actions) if actions else np.zeros(0, np.int64),
             value=np.concatenate(values) if values else np.zeros(0, np.float32),
             validation=np.array(validation, dtype=bool),
+            ownership=np.array(owners, dtype=np.int8) if owners else None,
+            score=np.array(scores, dtype=np.float32) if owners else None,
             description=f"{manifest.teacher_name}, {config.game}, "
             + (f"depth {config.depth}" if config.depth else f"nodes {config.nodes}" if config.nodes else "own level")
             + f", {manifest.positions} positions from {manifest.games} games",
@@ -170,7 +185,10 @@ def to_samples(dataset: LabelledSet, index: np.ndarray, num_actions: int, temper
         policy[row, actions] = teacher_policy(values, temperature)
         best[row] = actions[int(values.argmax())]
         value[row] = values.max()
+    own = dataset.ownership
     return Samples(
+        ownership=None if own is None else own[index].astype(np.float32),
+        score=None if dataset.score is None else dataset.score[index],
         obs=dataset.obs[index].astype(np.float32),
         masks=masks,
         actions=best,
@@ -193,10 +211,10 @@ def teacher_policy(values: np.ndarray, temperature: float) -> np.ndarray:
 
 
 def distill_loss(
-    outputs: tuple, batch: dict[str, torch.Tensor], q_weight: float = 1.0
+    outputs: NetOutputs, batch: dict[str, torch.Tensor], q_weight: float = 1.0
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """CE(teacher policy, pi_theta) + q_weight * per-position mean (Q_theta - Q_teacher)^2."""
-    logits, action_values, _ = outputs
+    logits, action_values = outputs.policy_logits, outputs.action_values
     mask = batch["masks"]
     policy_loss = -(batch["policy"] * masked_log_policy(logits, mask)).sum(dim=-1).mean()
     value_loss = q_squared_errors(action_values, batch["q_targets"]).mean()
@@ -229,7 +247,8 @@ def validation_metrics(
     valued = 0  # choices whose teacher value is known (all of them when every move is labelled)
     for start in range(0, len(index), batch_size):
         chunk = to_samples(dataset, index[start : start + batch_size], num_actions, 0.0)
-        logits, action_values, _ = model(torch.from_numpy(chunk.obs).to(device))
+        out = model(torch.from_numpy(chunk.obs).to(device))
+        logits, action_values = out.policy_logits, out.action_values
         masks = torch.from_numpy(chunk.masks).to(device)
         chosen = logits.masked_fill(~masks, -1e9).argmax(dim=-1).cpu().numpy()
         by_q = action_values.float().masked_fill(~masks, -2.0).argmax(dim=-1).cpu().numpy()

@@ -2,7 +2,8 @@
 
 The file has the input, outputs and metadata that `engine.network` defines (DESIGN.md, "Model
 files"): input ``obs`` float32[B, C, H, W] with a dynamic batch axis, outputs
-``policy_logits``, ``action_values`` and, for a model with a value head, ``state_value``; the
+``policy_logits``, ``action_values`` and, for a model with those heads, ``state_value``,
+``ownership`` and ``score``; the
 metadata props ``klent.game``, ``klent.encoder``, ``klent.arch`` and ``klent.training`` (JSON).
 The engine reads the metadata to refuse a model trained for another game or encoder.
 
@@ -28,6 +29,8 @@ from engine.games.base import Game
 from engine.network import (
     ACTION_VALUE_OUTPUT,
     INPUT_NAME,
+    OWNERSHIP_OUTPUT,
+    SCORE_OUTPUT,
     META_ARCH,
     META_ENCODER,
     META_GAME,
@@ -56,12 +59,10 @@ class _PresentOutputs(nn.Module):
 
 def output_names(model: KlentNet) -> list[str]:
     """The ONNX output names of ``model``, in the order `KlentNet.forward` returns them."""
-    names = [POLICY_OUTPUT]
-    if model.config.action_value_head:
-        names.append(ACTION_VALUE_OUTPUT)
-    if model.config.value_head:
-        names.append(STATE_VALUE_OUTPUT)
-    return names
+    config = model.config
+    present = (True, config.action_value_head, config.value_head, config.ownership_head, config.score_head)
+    names = (POLICY_OUTPUT, ACTION_VALUE_OUTPUT, STATE_VALUE_OUTPUT, OWNERSHIP_OUTPUT, SCORE_OUTPUT)
+    return [name for name, there in zip(names, present) if there]
 
 
 def export_onnx(

@@ -28,6 +28,7 @@ from engine.games.base import State
 from engine.network import Evaluation, Evaluator
 from engine.search import GumbelConfig, SearchLimits, search
 from training import klent
+from training.nets import NetOutputs
 from training.selfplay import GameSlots, Samples
 
 
@@ -134,10 +135,10 @@ def collect(
 
 
 def batch_loss(
-    outputs: tuple, batch: dict[str, torch.Tensor]
+    outputs: NetOutputs, batch: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """CE(improved policy, pi_theta) + (V_theta(S) - z)^2 over the samples with an outcome."""
-    logits, _, value = outputs
+    logits, value = outputs.policy_logits, outputs.state_value
     log_policy = klent.masked_log_policy(logits, batch["masks"])
     policy_loss = -(batch["policy"] * log_policy).sum(dim=-1).mean()
     weight = batch["value_weight"]

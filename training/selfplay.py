@@ -23,9 +23,11 @@ from typing import NamedTuple, Protocol
 import numpy as np
 
 from engine.games.base import Game, State
+from engine.games.go import GoState
 from engine.network import Evaluation
 from training import klent
 from training.archive import StartArchive, replay
+from training.ownership import final_targets
 
 
 class EncodedEvaluator(Protocol):
@@ -212,6 +214,8 @@ class Samples:
     simulator_evaluations: int  # network calls on states made while collecting (the x-axis)
     stats: dict[str, float] = field(default_factory=dict)
     q_targets: np.ndarray | None = None  # float32[M, A]: per-action value targets, NaN where none (distillation)
+    ownership: np.ndarray | None = None  # float32[M, points]: final owners (training.ownership), NaN rows: none
+    score: np.ndarray | None = None  # float32[M]: final score in points, NaN where none
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -230,6 +234,7 @@ def collect_klent(
     config: klent.KlentConfig,
     steps: int,
     resign_threshold: float = 0.0,
+    ownership_targets: bool = False,
 ) -> Samples:
     """Play ``steps`` moves in every slot with actions sampled from pi' and build the targets.
 
@@ -237,7 +242,10 @@ def collect_klent(
     states the running games stopped in (their bootstrap v).  With ``resign_threshold`` > 0 a
     mover whose v is below -resign_threshold resigns after its move where its slot allows it
     (see `GameSlots.step`): that move's return is then -1, close to what its Q (about v, below
-    -resign_threshold) already said.
+    -resign_threshold) already said.  With ``ownership_targets`` (Go), the samples of every
+    game that ends by the rules inside this window also get its final ownership and score
+    (`training.ownership`); the others (games that go on past the window, resign or hit the move
+    cap) get NaN.
     """
     count = len(slots)
     shape = (steps, count)
@@ -250,12 +258,18 @@ def collect_klent(
     rewards = np.empty(shape)
     terminal = np.empty(shape, dtype=np.bool_)
     truncated = np.empty(shape, dtype=np.bool_)
+    points = int(np.prod(slots.game.observation_shape[1:]))
+    ownership = np.full((steps, count, points), np.nan, dtype=np.float32) if ownership_targets else None
+    score = np.full(shape, np.nan, dtype=np.float32)
+    players = np.empty(shape, dtype=np.int8)
+    game_start = np.zeros(count, dtype=np.int64)  # first step of each slot's game in this window
     entropy_sum = kl_sum = 0.0
     game_lengths: list[int] = []
     resignations = would_resign = false_resignations = 0
 
     for t in range(steps):
         obs[t], masks[t] = slots.observe()
+        players[t] = [state.to_play for state in slots.states]
         out = evaluator.evaluate_encoded(obs[t], masks[t])
         pi_improved = klent.improved_policy(out.policy_logits, out.action_values, masks[t], config)
         values[t] = klent.state_value(pi_improved, out.action_values)
@@ -268,6 +282,8 @@ def collect_klent(
         hopeless = values[t] < -resign_threshold if resign_threshold > 0 else None
         result = slots.step(actions[t], hopeless)
         rewards[t], terminal[t], truncated[t] = result.rewards, result.terminal, result.truncated
+        if ownership is not None:
+            _fill_final_targets(ownership, score, players, game_start, t, result)
         game_lengths += [s.move_number for s in result.final_states if s is not None]
         resignations += int(result.resigned.sum())
         would_resign += int(result.would_resign.sum())
@@ -308,4 +324,29 @@ def collect_klent(
         value_weight=np.ones(samples, dtype=np.float32),
         simulator_evaluations=samples + count,
         stats=stats,
+        ownership=None if ownership is None else ownership.reshape(samples, points),
+        score=None if ownership is None else score.reshape(samples),
     )
+
+
+def _fill_final_targets(
+    ownership: np.ndarray,
+    score: np.ndarray,
+    players: np.ndarray,
+    game_start: np.ndarray,
+    t: int,
+    result: StepResult,
+) -> None:
+    """After step ``t``: the final ownership and score (`training.ownership.final_targets`) of
+    every Go game that ended by its rules, written into its samples of this window; each ended
+    game's slot starts a new game at step t + 1."""
+    for slot, final in enumerate(result.final_states):
+        if final is None:
+            continue
+        if result.terminal[slot] and not result.resigned[slot]:
+            if not isinstance(final, GoState):
+                raise TypeError("ownership targets need a Go game")
+            owner, komi = final.ownership(), final.game.komi
+            for row in range(int(game_start[slot]), t + 1):
+                ownership[row, slot], score[row, slot] = final_targets(owner, komi, int(players[row, slot]))
+        game_start[slot] = t + 1

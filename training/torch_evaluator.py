@@ -53,11 +53,8 @@ class TorchEvaluator:
         """
         self.model.eval()
         with torch.inference_mode():
-            logits, q, v = self.model(torch.as_tensor(obs, dtype=torch.float32, device=self.device))
-            logits_np = logits.float().cpu().numpy()
-            q_np = (
-                q.float().cpu().numpy() if q is not None else np.zeros_like(logits_np)
-            )
-            v_np = v.float().cpu().numpy() if v is not None else None
-        logits_np, q_np = apply_legal_mask(logits_np, q_np, masks)
-        return Evaluation(logits_np, q_np, v_np)
+            out = self.model(torch.as_tensor(obs, dtype=torch.float32, device=self.device))
+            logits, q, v, ownership, score = (None if t is None else t.float().cpu().numpy() for t in out)
+        assert logits is not None
+        logits, q = apply_legal_mask(logits, q if q is not None else np.zeros_like(logits), masks)
+        return Evaluation(logits, q, v, ownership, score)

@@ -61,7 +61,8 @@ from training.metrics import (
     random_agent,
     truncate_metrics,
 )
-from training.nets import KlentNet, NetConfig, build_net, load_checkpoint, save_checkpoint
+from training.nets import KlentNet, NetConfig, NetOutputs, build_net, load_checkpoint, save_checkpoint
+from training.ownership import auxiliary_loss
 from training.selfplay import GameSlots, Samples, SelfPlayConfig, collect_klent
 from training.torch_evaluator import TorchEvaluator
 
@@ -93,10 +94,13 @@ class OptimConfig:
     AMX and for recent GPUs, measured in benchmarks/RESULTS.md; self-play stays float32.
     ``lr_schedule`` lists ``[iteration, lr]`` steps: once a run has done that many iterations
     it fits with that learning rate (``lr`` before the first step), so a planned decay runs
-    unattended and stays written in the run's config."""
+    unattended and stays written in the run's config.  ``ownership_weight`` and ``score_weight``
+    weigh Go's auxiliary targets (`training.ownership`) where the network has those heads."""
 
     lr: float = 1e-3
     lr_schedule: tuple[tuple[int, float], ...] = ()
+    ownership_weight: float = 1.0  # of the ownership loss, for a network with that head
+    score_weight: float = 1.0  # of the score loss (training.ownership), likewise
     batch_size: int = 256
     epochs: int = 1
     symmetries: bool = False
@@ -114,6 +118,8 @@ class OptimConfig:
             raise ValueError("[optim] lr_schedule iterations must be positive and increasing")
         if any(lr <= 0 for lr in (self.lr, *(lr for _, lr in steps))):
             raise ValueError("[optim] learning rates must be positive")
+        if self.ownership_weight < 0 or self.score_weight < 0:
+            raise ValueError("[optim] ownership_weight and score_weight must be >= 0")
         object.__setattr__(self, "lr_schedule", steps)  # TOML gives lists; compare as tuples
 
     def lr_after(self, iterations: int) -> float:
@@ -150,6 +156,9 @@ class TrainConfig:
     blocks: int = 6
     channels: int = 64
     heads: str = "fc"  # action heads: "fc" (any game) or "conv" (games with Game.action_planes)
+    ownership_head: bool = False  # Go's auxiliary heads (training.ownership)
+    score_head: bool = False
+    global_pooling: bool = False  # KataGo's global pooling in every second block
     preset: str = "klent"  # KLENT ablation preset (training.klent.PRESETS)
     klent_overrides: dict[str, float] = field(default_factory=dict)  # alpha / beta / lam
     gumbel_az: dict[str, Any] = field(default_factory=dict)  # training.gumbel_az.GumbelAZConfig
@@ -170,6 +179,8 @@ class TrainConfig:
             raise ValueError("export_every, batch_size and epochs must be at least 1")
         if self.keep_every < 0:
             raise ValueError("keep_every must be 0 (never) or a number of iterations")
+        if (self.ownership_head or self.score_head) and self.algo == "gumbel-az":
+            raise ValueError("ownership and score heads are trained by klent and distill runs")
         if self.algo != "klent" and self.selfplay.resign_threshold > 0:
             raise ValueError("selfplay.resign_threshold is a KLENT option (gumbel-az never resigns)")
 
@@ -182,6 +193,9 @@ class TrainConfig:
             blocks=self.blocks,
             channels=self.channels,
             heads=self.heads,
+            ownership_head=self.ownership_head,
+            score_head=self.score_head,
+            global_pooling=self.global_pooling,
             value_head=self.algo == "gumbel-az",
             action_value_head=self.algo in ("klent", "distill"),
         )
@@ -197,7 +211,14 @@ class TrainConfig:
             "keep_every": self.keep_every,
             "init": self.init,
             "game_options": dict(self.game_options),
-            "net": {"blocks": self.blocks, "channels": self.channels, "heads": self.heads},
+            "net": {
+                "blocks": self.blocks,
+                "channels": self.channels,
+                "heads": self.heads,
+                "ownership_head": self.ownership_head,
+                "score_head": self.score_head,
+                "global_pooling": self.global_pooling,
+            },
             "klent": {"preset": self.preset, **self.klent_overrides},
             "gumbel_az": dict(self.gumbel_az),
             "selfplay": dataclasses.asdict(self.selfplay),
@@ -218,7 +239,7 @@ class TrainConfig:
         _reject_unknown("top level", data, top)
         if "game" not in data:
             raise ValueError("the config does not name a game (game = \"go9\")")
-        _reject_unknown("[net]", sections["net"], {"blocks", "channels", "heads"})
+        _reject_unknown("[net]", sections["net"], {f.name for f in dataclasses.fields(NetConfig)} - {"value_head", "action_value_head"})
         klent_section = sections["klent"]
         preset = klent_section.pop("preset", "klent")
         _reject_unknown("[klent]", klent_section, {"alpha", "beta", "lam"})
@@ -387,17 +408,27 @@ def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
 # Fitting
 # ---------------------------------------------------------------------------------------------
 
-LossFn = Callable[[tuple, dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, torch.Tensor]]]
+LossFn = Callable[[NetOutputs, dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, torch.Tensor]]]
 
 
 def klent_batch_loss(
-    outputs: tuple, batch: dict[str, torch.Tensor]
+    outputs: NetOutputs, batch: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """`training.klent.klent_loss` on a minibatch of `Samples` fields."""
-    logits, action_values, _ = outputs
     return klent.klent_loss(
-        logits, action_values, batch["masks"], batch["actions"], batch["policy"], batch["returns"]
+        outputs.policy_logits, outputs.action_values, batch["masks"], batch["actions"], batch["policy"], batch["returns"]
     )
+
+
+def with_auxiliary(loss_fn: LossFn, ownership_weight: float, score_weight: float) -> LossFn:
+    """``loss_fn`` plus Go's weighted ownership and score losses (`training.ownership`)."""
+
+    def loss(outputs: NetOutputs, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        main, parts = loss_fn(outputs, batch)
+        extra, extra_parts = auxiliary_loss(outputs, batch, ownership_weight, score_weight)
+        return main + extra, {**parts, **extra_parts}
+
+    return loss
 
 
 def fit(
@@ -431,6 +462,9 @@ def fit(
     }
     if samples.q_targets is not None:
         fields["q_targets"] = samples.q_targets
+    if samples.ownership is not None and samples.score is not None:
+        fields["ownership"] = samples.ownership
+        fields["score"] = samples.score
     totals: dict[str, float] = {}
     steps = 0
     for _ in range(epochs):
@@ -444,7 +478,7 @@ def fit(
             batch = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
             with torch.autocast(device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
                 outputs = model(batch["obs"])
-            loss, parts = loss_fn(tuple(None if o is None else o.float() for o in outputs), batch)
+            loss, parts = loss_fn(outputs.as_float(), batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -460,10 +494,14 @@ def symmetry_image(
     """A minibatch's training fields as they read on the board turned by symmetry ``index``.
 
     ``permutation[a]`` is the image of action ``a``, so per-action columns move to their image
-    (``new[:, permutation[a]] = old[:, a]``) and taken actions are mapped; values do not change.
+    (``new[:, permutation[a]] = old[:, a]``) and taken actions are mapped; per-point columns
+    (ownership) move with the point's action; values and scores do not change.
     """
     inverse = np.argsort(permutation)
     per_action = {k: arrays[k][:, inverse] for k in ("masks", "policy", "q_targets") if k in arrays}
+    if "ownership" in arrays:
+        points = arrays["ownership"].shape[1]  # the board points are the first actions
+        per_action["ownership"] = arrays["ownership"][:, inverse[:points]]
     return {**arrays, **per_action, "obs": dihedral(arrays["obs"], index), "actions": permutation[arrays["actions"]]}
 
 
@@ -708,6 +746,7 @@ class Trainer:
                 self.config.klent_config(),
                 self.config.selfplay.steps,
                 self.config.selfplay.resign_threshold,
+                ownership_targets=self.net_config.ownership_head or self.net_config.score_head,
             )
         from training import gumbel_az  # engine.search is needed only by this baseline
 
@@ -719,13 +758,15 @@ class Trainer:
         )
 
     def _loss_fn(self) -> LossFn:
-        if self.config.algo == "klent":
-            return klent_batch_loss
-        if self.config.algo == "distill":
-            return functools.partial(distill_loss, q_weight=self.config.distill.q_weight)
-        from training import gumbel_az
+        if self.config.algo == "gumbel-az":
+            from training import gumbel_az
 
-        return gumbel_az.batch_loss
+            return gumbel_az.batch_loss
+        loss = (klent_batch_loss if self.config.algo == "klent"
+                else functools.partial(distill_loss, q_weight=self.config.distill.q_weight))
+        if self.net_config.ownership_head or self.net_config.score_head:
+            loss = with_auxiliary(loss, self.config.optim.ownership_weight, self.config.optim.score_weight)
+        return loss
 
     def _evaluate(self) -> dict[str, float]:
         """Greedy play of ``latest.onnx`` against random play and against ``reference.onnx``."""

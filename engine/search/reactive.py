@@ -3,7 +3,8 @@
 The move is the argmax of the masked policy, or, with a temperature T > 0, a sample from
 softmax(logits / T).  The result has the same type as a search result so callers need not care
 which one ran: ``simulations`` 0, ``improved_policy`` = ``prior`` = softmax of the masked
-logits, ``q`` = the network's action values, ``value`` = V (value head, else sum pi Q).
+logits, ``q`` = the network's action values, ``value`` = V (value head, else sum pi Q), and
+the ownership and score heads' outputs where the model has them.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def reactive(
             simulations=0,
             elapsed=elapsed,
             prior=policy[i],
+            ownership=None if evaluation.ownership is None else evaluation.ownership[i],
+            score=None if evaluation.score is None else float(evaluation.score[i]),
         )
         for i in range(len(states))
     ]

@@ -31,6 +31,9 @@ class SearchResult:
     - ``prior``: float32[A], softmax of the masked policy logits at the root.
     - ``tree``: the searched tree, to continue from after the next moves
       (``result.tree.advance([my_move, reply])``); None for reactive play.
+    - ``ownership``, ``score``: reactive play with a model that has those heads (Go): each
+      point's predicted final owner, float32[H, W] (+1 = the side to move's), and the final
+      score in points for the side to move; None otherwise.
     """
 
     action: int
@@ -43,3 +46,5 @@ class SearchResult:
     elapsed: float
     prior: np.ndarray
     tree: SearchTree | None = None
+    ownership: np.ndarray | None = None
+    score: float | None = None

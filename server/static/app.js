@@ -127,6 +127,8 @@ async function takeBack() {
 function render() {
   const position = state.position;
   if (isGo()) renderGo(position); else renderChess(position);
+  $("territory-label").hidden = !isGo();
+  if (isGo() && $("territory").checked) showTerritory();
   renderMoveList();
   if (position.terminal) {
     setStatus("Game over: " + position.result);
@@ -224,6 +226,41 @@ function renderGo(position) {
   $("board").replaceChildren(svg);
 }
 
+// Go: shade each point by the model's predicted final owner (POST v1/{game}/analyze), a square
+// whose opacity is the certainty; nothing for a model without an ownership head.
+async function showTerritory() {
+  const moves = state.moves.slice();
+  let reply;
+  try {
+    reply = await api(state.game + "/analyze", { moves });
+  } catch (error) {
+    setStatus(error.message, true);
+    return;
+  }
+  const svg = $("board").querySelector("svg");
+  if (!reply.ownership || !svg || moves.join(" ") !== state.moves.join(" ")) return;
+  const size = reply.ownership.length;
+  const cell = 480 / (size + 1);
+  const ns = "http://www.w3.org/2000/svg";
+  for (let r = 0; r < size; r++) {
+    for (let c = 0; c < size; c++) {
+      const owner = reply.ownership[r][c];
+      if (Math.abs(owner) < 0.1) continue;
+      const square = document.createElementNS(ns, "rect");
+      const side = cell * 0.42;
+      for (const [k, v] of Object.entries({
+        x: cell * (c + 1) - side / 2, y: cell * (r + 1) - side / 2, width: side, height: side,
+        class: owner > 0 ? "owner-black" : "owner-white", opacity: (0.85 * Math.abs(owner)).toFixed(2),
+      })) square.setAttribute(k, v);
+      svg.appendChild(square);
+    }
+  }
+  if (reply.score !== null && reply.score !== undefined) {
+    const lead = reply.score >= 0 ? "B+" + reply.score.toFixed(1) : "W+" + (-reply.score).toFixed(1);
+    $("territory-score").textContent = "Predicted result: " + lead;
+  }
+}
+
 function starPoints(size) {
   if (size < 7) return [];
   const edge = size >= 13 ? 3 : 2;
@@ -307,6 +344,7 @@ async function start() {
     $("new-game").addEventListener("click", () => newGame().catch((e) => setStatus(e.message, true)));
     $("pass").addEventListener("click", () => humanMove("pass"));
     $("undo").addEventListener("click", takeBack);
+    $("territory").addEventListener("change", () => { $("territory-score").textContent = ""; render(); });
     $("mode").addEventListener("change", () => { $("simulations-label").hidden = $("mode").value !== "search"; });
     $("simulations-label").hidden = true;
     await newGame();
