@@ -93,6 +93,7 @@ class GameResult:
     seconds_per_move: list[float] = field(default_factory=lambda: [0.0, 0.0])
     digest: str = ""  # of who moved first and the moves: equal digests are the same game
     opening: int | None = None  # number of the opening the game started from (--openings)
+    dead_stones: list[int] | None = None  # Go, a scored game: each engine's stones the referee removed
 
 
 def game_digest(first: int, moves: list[str]) -> str:
@@ -170,6 +171,9 @@ def _write_summary(config: MatchConfig, names: list[str], results: list[GameResu
     margin = score_margin(results)
     if margin is not None:
         report["score_margin"] = margin
+    dead = dead_stones(results)
+    if dead is not None:
+        report["dead_stones"] = dead
     write_text_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
 
 
@@ -234,6 +238,21 @@ def score_margin(results: list[GameResult]) -> dict[str, float | int] | None:
     if not margins:
         return None
     return {"games": len(margins), "mean": sum(margins) / len(margins)}
+
+
+def dead_stones(results: list[GameResult]) -> dict[str, float | int | list[int]] | None:
+    """Go: of the games the referee scored, how many ended with dead stones of engine 1 on the
+    board (stones it left to be removed: a player that passes with a dead group there has
+    misjudged the end of the game), and engine 1's dead stones per scored game; None when no
+    game was scored with a dead-stone count."""
+    counted = [r.dead_stones for r in results if r.dead_stones is not None]
+    if not counted:
+        return None
+    return {
+        "games": len(counted),
+        "games_with_dead_stones": sum(1 for d in counted if d[0] > 0),
+        "mean": sum(d[0] for d in counted) / len(counted),
+    }
 
 
 def per_opening(results: list[GameResult]) -> dict[str, dict[str, float]]:
@@ -384,13 +403,13 @@ class _GoArena:
         timeout = (config.time_per_move + config.grace) if config.time_per_move else DEFAULT_MOVE_TIMEOUT
         opening = config.opening(index)
 
-        def finish(winner: int | None, reason: str, result: str) -> GameResult:
+        def finish(winner: int | None, reason: str, result: str, dead: list[int] | None = None) -> GameResult:
             name = f"game-{index + 1:03d}.sgf"
             text = write_sgf(state, result=result, black=self.names[seat[0]], white=self.names[seat[1]])
             write_text_atomically(config.out / name, text)
             digest = game_digest(first, [str(action) for action in state.moves()])
             return GameResult(index + 1, first, winner, reason, result, state.move_number, name,
-                              clock.per_move(), digest, None if opening is None else opening[0])
+                              clock.per_move(), digest, None if opening is None else opening[0], dead)
 
         def forfeit(colour: int, reason: str, failed: bool = False) -> GameResult:
             if failed:
@@ -462,7 +481,11 @@ class _GoArena:
         score = self.referee.send("final_score", timeout=120.0).strip()
         winner = None if score == "0" else seat[0] if score.upper().startswith("B") else seat[1]
         reason = "move cap" if state.is_truncated else "two passes"
-        return finish(winner, f"{reason}, referee score", score)
+        dead = [0, 0]  # per engine: its stones the referee calls dead
+        board = state.board().ravel()
+        for vertex in self.referee.send("final_status_list dead", timeout=120.0).split():
+            dead[seat[0] if board[rules.parse_vertex(vertex)] == 1 else seat[1]] += 1
+        return finish(winner, f"{reason}, referee score", score, dead)
 
     def _setup(self, process: GtpProcess, timed: bool) -> None:
         process.send(f"boardsize {self.rules.size}")

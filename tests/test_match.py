@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from engine.games.sgf import read_sgf
+from protocols.engine_process import GtpProcess
 from protocols.match import GameResult, distinct_games, game_digest, score_margin
 from protocols.match_stats import MatchSummary, elo_difference, wilson_interval
 
@@ -155,6 +156,21 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
         winner_colour = None if g["result"] == "0" else "BW".index(g["result"][0])
         expected = None if winner_colour is None else (g["first"] if winner_colour == 0 else 1 - g["first"])
         assert g["winner"] == expected
+        # The dead stones counted per engine are the referee's, on the final board.
+        referee = GtpProcess([gnugo_path, "--mode", "gtp", "--chinese-rules"])
+        try:
+            referee.send("boardsize 9")
+            for number, action in enumerate(record.moves):
+                referee.send(f"play {'bw'[number % 2]} {record.game.vertex(action)}")
+            board = record.final.board().ravel()
+            colours = [board[record.game.parse_vertex(v)] for v in referee.send("final_status_list dead").split()]
+        finally:
+            referee.close()
+        by_colour = [colours.count(1), colours.count(-1)]  # Black's, White's
+        assert g["dead_stones"] == (by_colour if g["first"] == 0 else by_colour[::-1])
+    assert report["dead_stones"]["games"] == 2
+    assert report["dead_stones"]["games_with_dead_stones"] == sum(g["dead_stones"][0] > 0 for g in games)
+    assert "left dead stones on the board" in completed.stdout
 
 
 def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gnugo_path) -> None:

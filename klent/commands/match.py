@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from protocols.engine_process import EngineError
-    from protocols.match import (MatchConfig, MatchFolderError, distinct_games, format_result_line, load_results,
+    from protocols.match import (MatchConfig, MatchFolderError, dead_stones, distinct_games, format_result_line, load_results,
                                  read_openings, run_match, score_margin)
 
     openings: tuple[str, ...] = ()
@@ -117,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
     margin = score_margin(results)
     if margin is not None:
         print(f"mean score margin {margin['mean']:+.1f} points over {margin['games']} scored games")
+    dead = dead_stones(results)
+    if dead is not None:
+        print(f"engine 1 left dead stones on the board in {dead['games_with_dead_stones']} of {dead['games']} "
+              f"scored games ({dead['mean']:.1f} stones per game)")
     print(f"records and summary.json in {config.out}")
     return 0
 
