@@ -13,6 +13,9 @@
 # GNU Go are deterministic: without openings whole games repeat); e.g.
 # OPENINGS=benchmarks/openings/go9-50.txt (`klent openings --game go9 --count 50 --plies 4`).
 #
+# GUMBEL=1 adds root Gumbel noise to klent's searches (`klent gtp --gumbel-scale`), another
+# source of distinct games.
+#
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
 #
 #   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
@@ -26,6 +29,7 @@ SETTINGS=${SETTINGS:-"reactive 64 200 800"}
 JOBS=${JOBS:-1}
 RESUME=${RESUME:-0}
 OPENINGS=${OPENINGS:-}
+GUMBEL=${GUMBEL:-0}
 openings=""
 if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS"; fi
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
@@ -37,8 +41,8 @@ play_setting() {
   local setting=$1 play out resume=""
   case $setting in
     reactive) play="--mode reactive" ;;
-    *s) play="--mode search --time ${setting%s} --simulations 1000000" ;;
-    *) play="--mode search --simulations $setting" ;;
+    *s) play="--mode search --time ${setting%s} --simulations 1000000 --gumbel-scale $GUMBEL" ;;
+    *) play="--mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
   esac
   out=runs/strength/$NAME-$setting-level$LEVEL
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi

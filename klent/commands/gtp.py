@@ -25,6 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulations per move in search mode; caps timed searches too (default: 200)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
+    parser.add_argument("--gumbel-scale", type=float, default=0.0,
+                        help="root Gumbel noise of the search (0: the strongest, deterministic choice; "
+                        "1: as varied as self-play), so that games against a deterministic opponent "
+                        "differ (default: 0)")
     parser.add_argument("--resign-threshold", type=float, default=0.05,
                         help="resign below this win rate ... (0 never resigns; default: 0.05)")
     parser.add_argument("--resign-moves", type=int, default=3,
@@ -47,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--simulations must be >= 1")
     if args.time is not None and args.time <= 0:
         raise CommandError("--time must be > 0 seconds")
+    if not 0 <= args.gumbel_scale <= 10:
+        raise CommandError("--gumbel-scale must be in [0, 10]")
     if not 0 <= args.resign_threshold < 0.5 or args.resign_moves < 1:
         raise CommandError("--resign-threshold must be in [0, 0.5) and --resign-moves >= 1")
     if args.time_margin < 0:
@@ -54,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     config = GtpConfig(
         model=None if args.model is None else Path(args.model),
         weights_dir=Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR,
-        options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time),
+        options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
+                            gumbel_scale=args.gumbel_scale),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,
