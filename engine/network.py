@@ -200,6 +200,7 @@ class OnnxEvaluator:
                 raise ModelMismatchError(
                     f"{path} is a model for {self.info.game!r}, a game this klent does not know"
                 ) from None
+        game = _game_for(self.info, game)
         _check_fits(self.info, self.session, game)
         self.game = game
         self._outputs = [POLICY_OUTPUT]
@@ -297,15 +298,23 @@ def _read_info(path: str, session: ort.InferenceSession) -> ModelInfo:
     )
 
 
-def _check_fits(info: ModelInfo, session: ort.InferenceSession, game: Game) -> None:
-    """Refuse a model trained for another game, encoder version or tensor layout."""
+def _game_for(info: ModelInfo, game: Game) -> Game:
+    """``game`` encoding observations as the model expects: a Go model of encoder version 1
+    or 2 plays with either layout (`Game.with_encoder`); a version this klent cannot produce,
+    or another game, is a `ModelMismatchError`."""
     if info.game != game.name:
         raise ModelMismatchError(f"{info.path} is a model for {info.game}, not for {game.name}")
-    if info.encoder_version != game.encoder_version:
+    try:
+        return game.with_encoder(info.encoder_version)
+    except ValueError:
         raise ModelMismatchError(
             f"{info.path} was trained with {game.name} encoder version {info.encoder_version}, "
             f"but this klent encodes {game.name} with version {game.encoder_version}"
-        )
+        ) from None
+
+
+def _check_fits(info: ModelInfo, session: ort.InferenceSession, game: Game) -> None:
+    """Refuse a model whose tensors do not fit ``game`` (the one `_game_for` chose)."""
     obs_shape = next(i.shape for i in session.get_inputs() if i.name == INPUT_NAME)
     policy_shape = next(o.shape for o in session.get_outputs() if o.name == POLICY_OUTPUT)
     if obs_shape[1:] != list(game.observation_shape) or policy_shape[1:] != [game.num_actions]:

@@ -364,11 +364,13 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
         game = engine.games.get(payload["game"])
     except (TypeError, ValueError) as error:
         raise CheckpointError(f"{path}: {error}") from None
-    if payload["encoder_version"] != game.encoder_version:
+    try:
+        game = game.with_encoder(payload["encoder_version"])
+    except ValueError:
         raise ModelMismatchError(
             f"{path} was trained with {game.name} encoder version {payload['encoder_version']}, "
             f"but this klent encodes {game.name} with version {game.encoder_version}"
-        )
+        ) from None
     model = build_net(game, config).to(device)
     try:
         model.load_state_dict(payload["model"])

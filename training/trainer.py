@@ -896,8 +896,9 @@ def initial_weights(path: str | Path, game: Game, net_config: NetConfig) -> dict
         raise ValueError(f"--init needs the checkpoint.pt that {path} was exported from (an ONNX "
                          "model's batch norms are folded into its convolutions)")
     checkpoint = load_checkpoint(path)
-    if checkpoint.game.name != game.name:
-        raise ValueError(f"--init {path} is a {checkpoint.game.name} network, not {game.name}")
+    if checkpoint.game.name != game.name or checkpoint.game.encoder_version != game.encoder_version:
+        raise ValueError(f"--init {path} is a {checkpoint.game.name} network of encoder version "
+                         f"{checkpoint.game.encoder_version}, not {game.name} of version {game.encoder_version}")
     if checkpoint.config != net_config:
         raise ValueError(f"--init {path} is {checkpoint.config.arch} with heads {checkpoint.config}; "
                          f"this run builds {net_config}")

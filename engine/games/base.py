@@ -91,7 +91,8 @@ class Game(ABC):
     ``name`` identifies the rules and the action/observation layout a model was trained for
     (``"go9"``, ``"chess"``, ``"countup"``); parameters that do not change that layout, such as
     komi, are not part of it.  ``encoder_version`` changes whenever ``encode`` changes, so a
-    model trained on an older encoding is refused instead of silently misread.
+    model trained on an older encoding is refused instead of silently misread -- unless the game
+    can still produce that encoding (`with_encoder`: Go keeps version 1 beside version 2).
     """
 
     name: str
@@ -134,6 +135,13 @@ class Game(ABC):
     @abstractmethod
     def text_to_action(self, state: State, text: str) -> int:
         """Inverse of `action_to_text`; raises `GameFormatError` or `IllegalMoveError`."""
+
+    def with_encoder(self, version: int) -> Game:
+        """This game with observations in encoder ``version`` (a model's); ValueError when this
+        klent cannot produce that version.  Games with one encoder have only their own."""
+        if version != self.encoder_version:
+            raise ValueError(f"this klent encodes {self.name} with version {self.encoder_version} only, not {version}")
+        return self
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"

@@ -314,3 +314,37 @@ def encode_planes(hist: np.ndarray, color: int, out: np.ndarray) -> None:
                 out[t, row, col] = 1.0 if v == color else 0.0
                 out[HISTORY + t, row, col] = 1.0 if v == -color else 0.0
     out[2 * HISTORY] = 1.0 if color == 1 else 0.0
+
+
+LIBERTY_PLANES = 6  # encoder version 2: the mover's chains with 1, 2, 3+ liberties, then the opponent's
+
+
+@njit(cache=True)
+def liberty_planes(board: np.ndarray, nbr: np.ndarray, color: int, out: np.ndarray) -> None:
+    """KataGo's liberty features of one board: ``out`` float32[6, size, size] gets, for every
+    stone, a one in plane 0/1/2 when its chain (the mover's, ``color``) has 1/2/3+ liberties,
+    and in plane 3/4/5 for the opponent's chains.  A chain in atari or with two liberties is
+    what a capture race turns on; the plain stone planes leave the network to count them."""
+    n = board.shape[0]
+    size = out.shape[1]
+    out[:] = 0.0
+    mark = np.zeros(n, dtype=np.int32)
+    seen = np.zeros(n, dtype=np.int32)  # liberty p counted for chain ``tag`` when seen[p] == tag
+    stack = np.empty(n, dtype=np.int32)
+    tag = 0
+    for start in range(n):
+        if board[start] == 0 or mark[start] != 0:
+            continue
+        tag += 1
+        count = _flood(board, nbr, start, mark, tag, stack)
+        liberties = 0
+        for j in range(count):
+            for k in range(4):
+                r = nbr[stack[j], k]
+                if r >= 0 and board[r] == 0 and seen[r] != tag:
+                    seen[r] = tag
+                    liberties += 1
+        plane = min(liberties, 3) - 1 + (0 if board[start] == color else 3)
+        for j in range(count):
+            p = stack[j]
+            out[plane, p // size, p % size] = 1.0
