@@ -259,7 +259,8 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     run.run(progress=False)
     run.close()
     record = json.loads((tmp_path / "distill" / "metrics.jsonl").read_text().splitlines()[-1])
-    assert {"ownership_loss", "score_loss", "val_top1"} <= set(record)
+    assert {"ownership_loss", "score_loss", "val_top1", "val_ownership", "val_score_mae"} <= set(record)
+    assert 0 <= record["val_ownership"] <= 1 and record["val_score_mae"] >= 0
     follow = dataclasses.replace(
         load_config(CONFIGS / "go9_cpu.toml"), blocks=1, channels=8, ownership_head=True, score_head=True,
         init=str(tmp_path / "distill" / "checkpoint.pt"), selfplay=SelfPlayConfig(games=2, steps=4),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from engine.games.go import GoGame
@@ -159,3 +160,38 @@ def test_net_outputs_convert_to_float32() -> None:
     converted = half.as_float()
     assert converted.policy_logits.dtype == torch.float32 and converted.ownership.dtype == torch.float32
     assert converted.action_values is None
+
+
+def test_validation_scores_the_ownership_and_score_predictions() -> None:
+    """A model that predicts the true owner of every point but one per position, and a score
+    two points off, scores (owned points - 1 per position) / owned points and 2.0."""
+    from training.distill import LabelledSet, validation_metrics
+
+    game, state = final_state()
+    owner = np.array(OWNER_BY_HAND, dtype=np.int8).ravel()
+    count = 3
+    data = LabelledSet(
+        obs=np.zeros((count, *game.observation_shape), np.float16),
+        legal=np.stack([np.packbits(np.ones(game.num_actions, bool))] * count),
+        label_start=np.arange(count + 1),
+        action=np.zeros(count, np.int64),
+        value=np.ones(count, np.float32),
+        validation=np.ones(count, bool),
+        ownership=np.stack([owner] * count),
+        score=np.full(count, -9.5, np.float32),
+    )
+
+    class Predictor(torch.nn.Module):
+        config = NetConfig(ownership_head=True, score_head=True)
+
+        def forward(self, obs: torch.Tensor) -> NetOutputs:
+            batch = len(obs)
+            wrong = torch.from_numpy(owner.astype(np.float32)).repeat(batch, 1)
+            wrong[:, 0] = -wrong[:, 0]  # the top-left point's owner is wrong
+            return NetOutputs(torch.zeros(batch, game.num_actions), torch.zeros(batch, game.num_actions), None,
+                              wrong.reshape(batch, 5, 5) * 0.9, torch.full((batch,), -7.5))
+
+    metrics = validation_metrics(Predictor(), data, game.num_actions, torch.device("cpu"))
+    decided = int((owner != 0).sum())
+    assert metrics["val_ownership"] == pytest.approx((decided - 1) / decided)
+    assert metrics["val_score_mae"] == pytest.approx(2.0)

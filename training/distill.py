@@ -237,7 +237,9 @@ def validation_metrics(
     model: torch.nn.Module, dataset: LabelledSet, num_actions: int, device: torch.device, batch_size: int = 512
 ) -> dict[str, float]:
     """Top-1 agreement with the teacher, regret, Q mean squared error and tactics solved on the
-    validation positions; empty when the set has none."""
+    validation positions, and for a Go network with those heads the share of owned points
+    whose owner it predicts (`val_ownership`) and its mean absolute score error in points;
+    empty when the set has none."""
     index = np.flatnonzero(dataset.validation)
     if len(index) == 0:
         return {}
@@ -245,6 +247,8 @@ def validation_metrics(
     agree = tactics = solved = 0
     squared = regret = q_regret = 0.0
     valued = 0  # choices whose teacher value is known (all of them when every move is labelled)
+    owned_right = owned = scored = 0
+    score_error = 0.0
     for start in range(0, len(index), batch_size):
         chunk = to_samples(dataset, index[start : start + batch_size], num_actions, 0.0)
         out = model(torch.from_numpy(chunk.obs).to(device))
@@ -259,6 +263,14 @@ def validation_metrics(
         regret += float((chunk.returns - chosen_value)[known].sum())
         valued += int(known.sum())
         q_regret += float(np.nansum(chunk.returns - q_choice_value))
+        if out.ownership is not None and chunk.ownership is not None:
+            decided = chunk.ownership != 0  # dame and seki points have no owner to predict
+            predicted = np.sign(out.ownership.float().flatten(1).cpu().numpy())
+            owned_right += int((predicted == chunk.ownership)[decided].sum())
+            owned += int(decided.sum())
+        if out.score is not None and chunk.score is not None:
+            score_error += float(np.abs(out.score.float().cpu().numpy() - chunk.score).sum())
+            scored += len(chunk.score)
         targets = torch.from_numpy(chunk.q_targets).to(device)
         squared += float(q_squared_errors(action_values.float(), targets).sum())
         for row, position in enumerate(index[start : start + batch_size]):
@@ -273,4 +285,8 @@ def validation_metrics(
         metrics["val_q_regret"] = q_regret / valued  # playing argmax Q instead of argmax pi
     if tactics:
         metrics.update(val_tactics_solved=solved / tactics, val_tactics=float(tactics))
+    if owned:
+        metrics["val_ownership"] = owned_right / owned
+    if scored:
+        metrics["val_score_mae"] = score_error / scored
     return metrics
