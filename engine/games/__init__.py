@@ -1,8 +1,9 @@
 """Game registry: ``engine.games.get("go9")`` returns the rules object for a game id.
 
 Ids: ``go5`` .. ``go19`` (``go9``, ``go13``, ``go19`` are the usual ones), ``chess``,
-``countup`` (N=7, k=2) and ``countup{N}_{k}``.  Keyword arguments are passed to the game's
-constructor (``get("go9", komi=6.5)``).
+``countup`` (N=7, k=2) and ``countup{N}_{k}``, ``othello``, ``hex2`` .. ``hex19`` (``hex11`` is
+the usual one).  Keyword arguments are passed to the game's constructor
+(``get("go9", komi=6.5)``, ``get("hex11", swap=True)``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from engine.games.base import Game, GameFormatError, IllegalMoveError, State
 
 __all__ = ["Game", "GameFormatError", "IllegalMoveError", "State", "get", "GAME_IDS"]
 
-GAME_IDS = ("go9", "go13", "go19", "chess", "countup")
+GAME_IDS = ("go9", "go13", "go19", "chess", "countup", "othello", "hex11")
 
 
 def get(name: str, **kwargs: Any) -> Game:
@@ -34,4 +35,12 @@ def get(name: str, **kwargs: Any) -> Game:
         if match.group(1):
             return CountUpGame(int(match.group(1)), int(match.group(2)), **kwargs)
         return CountUpGame(**kwargs)
-    raise ValueError(f"unknown game {name!r}; known: {', '.join(GAME_IDS)} (or go5..go19)")
+    if key == "othello":
+        from engine.games.othello import OthelloGame
+
+        return OthelloGame(**kwargs)
+    if match := re.fullmatch(r"hex(\d+)", key):
+        from engine.games.hex import HexGame
+
+        return HexGame(int(match.group(1)), **kwargs)
+    raise ValueError(f"unknown game {name!r}; known: {', '.join(GAME_IDS)} (or go5..go19, hex2..hex19)")
