@@ -57,7 +57,7 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
 
 from __future__ import annotations
 
-import math
+import os
 import queue
 import sys
 import threading
@@ -74,11 +74,12 @@ from engine.player import DEFAULT_WEIGHTS_DIR, Decision, PlayOptions, Player, mo
 from protocols import go_board
 from engine.files import write_text_atomically
 from protocols.go_text import board_text
-from protocols.gtp_clock import GameClock, TimeSettings
+from protocols.gtp_clock import GameClock, TimeSettings, gtp_float, gtp_int
 from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse, reply_head
 
 PROTOCOL_VERSION = "2"
 DEFAULT_SIZE = 19
+MAX_KOMI = 150.0  # |komi| accepted, as by the HTTP API
 EYE_FILL_MARGIN = 0.1  # value a move into our own eye must gain over a pass
 ANALYSIS_VISIT_CAP = 200_000
 DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
@@ -314,7 +315,7 @@ class GtpEngine:
 
     def cmd_boardsize(self, args: list[str]) -> str:
         try:
-            size = int(_one_arg(args))
+            size = gtp_int(_one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
         if not self._has_model(size):
@@ -328,11 +329,11 @@ class GtpEngine:
 
     def cmd_komi(self, args: list[str]) -> str:
         try:
-            komi = float(_one_arg(args))
+            komi = gtp_float(_one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
-        if not math.isfinite(komi):
-            raise GtpError("syntax error")
+        if abs(komi) > MAX_KOMI:
+            raise GtpError(f"syntax error (komi must be between {-MAX_KOMI:g} and {MAX_KOMI:g})")
         if komi != self.game.komi:
             self.game = self.game.with_komi(komi)
             self.state = self.game.replay(self.state)
@@ -351,6 +352,8 @@ class GtpEngine:
         return ""
 
     def cmd_undo(self, args: list[str]) -> str:
+        if args:
+            raise GtpError("syntax error")
         if not self.history:
             raise GtpError("cannot undo")
         self.state = self.history.pop()
@@ -391,7 +394,7 @@ class GtpEngine:
     def _handicap_count(self, args: list[str]) -> int:
         self._check_empty_board()
         try:
-            return int(_one_arg(args))
+            return gtp_int(_one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
 
@@ -405,7 +408,7 @@ class GtpEngine:
         if len(args) != 3:
             raise GtpError("syntax error")
         try:
-            settings = TimeSettings.from_gtp(float(args[0]), float(args[1]), int(args[2]))
+            settings = TimeSettings.from_gtp(gtp_float(args[0]), gtp_float(args[1]), gtp_int(args[2]))
         except ValueError:
             raise GtpError("syntax error") from None
         self.clock.reset(settings)
@@ -424,7 +427,7 @@ class GtpEngine:
             raise GtpError("syntax error")
         colour = _colour(args[0])
         try:
-            self.clock.time_left(colour, float(args[1]), int(args[2]))
+            self.clock.time_left(colour, gtp_float(args[1]), gtp_int(args[2]))
         except ValueError:
             raise GtpError("syntax error") from None
         return ""
@@ -564,9 +567,11 @@ class GtpEngine:
         if not 1 <= len(args) <= 2:
             raise GtpError("syntax error")
         try:
-            move_number = int(args[1]) if len(args) == 2 else None
+            move_number = gtp_int(args[1]) if len(args) == 2 else None
         except ValueError:
             raise GtpError("syntax error") from None
+        if os.path.exists(args[0]) and not os.path.isfile(args[0]):  # a fifo or /dev/zero: no end
+            raise GtpError("cannot load file (not a regular file)")
         try:
             record = read_sgf(Path(args[0]).read_bytes())
         except (OSError, GameFormatError) as error:
@@ -582,13 +587,14 @@ class GtpEngine:
         if len(args) > 1:
             raise GtpError("syntax error")
         text = write_sgf(self.state)
-        if args:
-            try:
-                write_text_atomically(args[0], text)
-            except OSError as error:
-                raise GtpError(f"cannot save file ({error.strerror or error})") from None
-            return ""
-        return text
+        if not args:
+            return text
+        path = _writable_file(args[0])
+        try:
+            write_text_atomically(path, text)
+        except OSError as error:
+            raise GtpError(f"cannot write {args[0]} ({error.strerror or error})") from None
+        return ""
 
     # --- analysis -------------------------------------------------------------------------
 
@@ -628,7 +634,7 @@ class GtpEngine:
         words = list(args)
         if words and words[0].lower() in COLOURS:
             colour = COLOURS[words.pop(0).lower()]
-        if words and words[0].isdigit():
+        if words and words[0].isascii() and words[0].isdigit():
             interval = int(words.pop(0)) / 100.0
         while words:
             key = words.pop(0).lower()
@@ -637,11 +643,11 @@ class GtpEngine:
             value = words.pop(0)
             try:
                 if key == "interval":
-                    interval = int(value) / 100.0
+                    interval = gtp_int(value) / 100.0
                 elif key == "minmoves":
-                    min_moves = int(value)
+                    min_moves = gtp_int(value)
                 elif key == "maxmoves":
-                    max_moves = int(value)
+                    max_moves = gtp_int(value)
                 elif key in ("ownership", "ownershipstdev", "pvvisits", "movesownership", "rootinfo", "pvedgevisits"):
                     if value.lower() not in ("true", "false"):
                         raise ValueError(value)
@@ -720,6 +726,23 @@ def _colour(text: str) -> int:
     if colour is None:
         raise GtpError("invalid color")
     return colour
+
+
+def _writable_file(name: str) -> str:
+    """The file ``printsgf name`` may write: an existing regular file (links followed) or a new
+    one in an existing folder.
+
+    The record replaces its target atomically, which would as readily replace a folder entry for
+    a device or a fifo, or create missing folders; a controller naming such a path made a
+    mistake, so it gets an error and the path is left as it was.
+    """
+    path = os.path.realpath(name)
+    # os.path's tests answer False where Path's raise (a name too long, a folder we may not read).
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise GtpError(f"cannot write {name} (not a regular file)")
+    if not os.path.isdir(os.path.dirname(path)):
+        raise GtpError(f"cannot write {name} (no such folder)")
+    return path
 
 
 def _model_size(path: Path) -> int:

@@ -16,6 +16,8 @@ our own thinking time is deducted locally (`GameClock.spend`).
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +25,31 @@ from engine.timecontrol import move_budget
 
 TimeSystem = Literal["none", "absolute", "canadian", "byoyomi"]
 
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_INT = re.compile(r"[0-9]+")
+
+
+def gtp_float(text: str) -> float:
+    """A GTP float argument: a finite decimal in ASCII digits ("7.5", "-0.5", "30").
+
+    Python's ``float`` also takes "nan", "inf", "1e3", "1_000" and other scripts' digits;
+    no controller means those, and a NaN or infinite time or komi would poison every later
+    budget or score, so they are refused.  Raises ValueError.  (Here rather than in `gtp`
+    because `TimeSettings.from_kgs` parses its own arguments.)
+    """
+    if _FLOAT.fullmatch(text):
+        number = float(text)
+        if math.isfinite(number):  # 400 digits match, and float() makes them inf
+            return number
+    raise ValueError(f"not a decimal number: {text!r}")
+
+
+def gtp_int(text: str) -> int:
+    """A GTP int argument: an unsigned integer in ASCII digits (``int`` would take "1_000"
+    and other scripts' digits).  Raises ValueError."""
+    if not _INT.fullmatch(text):
+        raise ValueError(f"not an unsigned integer: {text!r}")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -58,11 +85,11 @@ class TimeSettings:
             raise ValueError(f"expected none | absolute M | byoyomi M T P | canadian M T S, got {' '.join(args)!r}")
         if system == "none":
             return cls("none")
-        main = float(numbers[0])
+        main = gtp_float(numbers[0])
         if system == "absolute":
             _check_non_negative(main, 0.0, 0)
             return cls("absolute", main)
-        period, count = float(numbers[1]), int(numbers[2])
+        period, count = gtp_float(numbers[1]), gtp_int(numbers[2])
         _check_non_negative(main, period, count)
         if count == 0 or period == 0:
             return cls("absolute", main)

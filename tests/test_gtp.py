@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 import time
@@ -232,6 +234,50 @@ def test_loadsgf_then_printsgf_round_trips(gtp, tmp_path) -> None:
     assert gtp.send(f"loadsgf {path} 3") == "w"
     assert board(gtp).count("O") == 1 and board(gtp).count("X") == 3
     assert failure(gtp, f"loadsgf {tmp_path / 'missing.sgf'}").startswith("cannot load file")
+
+
+def test_loadsgf_refuses_a_charset_that_is_not_a_text_encoding(gtp, tmp_path) -> None:
+    new_game(gtp)
+    gtp.send("play b D4")
+    path = tmp_path / "odd.sgf"
+    for codec in ["zlib", "base64", "hex", "rot13", "bz2", "uu", "quopri", "nonsense"]:
+        path.write_bytes(f"(;FF[4]CA[{codec}]SZ[9]PB[abc];B[ee])".encode())
+        assert failure(gtp, f"loadsgf {path}").startswith("cannot load file")
+    assert gtp.send("name") == "klent"
+
+
+def test_printsgf_writes_only_regular_files(gtp, tmp_path) -> None:
+    new_game(gtp)
+    gtp.send("play b D4")
+    folder, fifo, to_fifo = tmp_path / "folder", tmp_path / "fifo", tmp_path / "to-fifo"
+    folder.mkdir()
+    os.mkfifo(fifo)
+    to_fifo.symlink_to(fifo)
+    for target in [folder, fifo, to_fifo, tmp_path / "missing" / "game.sgf"]:
+        assert failure(gtp, f"printsgf {target}").startswith("cannot write")
+    assert failure(gtp, f"loadsgf {fifo}") == "cannot load file (not a regular file)"  # instead of hanging
+    assert folder.is_dir() and not any(folder.iterdir()) and stat.S_ISFIFO(fifo.stat().st_mode)
+    assert to_fifo.is_symlink() and not (tmp_path / "missing").exists()
+    old, to_old = tmp_path / "old.sgf", tmp_path / "to-old.sgf"
+    old.write_text("old")
+    to_old.symlink_to(old)
+    gtp.send(f"printsgf {to_old}")  # a link to a regular file: the file it points to is replaced
+    assert to_old.is_symlink() and read_sgf(old.read_bytes()).moves == [GoGame(9).parse_vertex("D4")]
+
+
+def test_numbers_are_finite_ascii_decimals_and_undo_takes_no_argument(gtp) -> None:
+    new_game(gtp)
+    gtp.send("play b D4")
+    too_long = "9" * 400  # matches the decimal syntax, but float() rounds it to inf
+    for command in ["time_settings nan 0 0", "time_settings 10 inf 1", "time_left b nan 0", f"time_left b {too_long} 0",
+                    "kgs-time_settings absolute inf", "kgs-time_settings byoyomi 10 5 \uff13", "komi \u0661",
+                    "komi 1_000", "komi nan", "komi 1e2", "komi 150.5", "boardsize \uff19", "lz-analyze b \u00b2",
+                    "kata-analyze b interval 1_0", "undo extra"]:
+        assert failure(gtp, command).startswith("syntax error"), command
+    assert "komi 7.5" in board(gtp)
+    gtp.send("komi -150")
+    gtp.send("komi +0.5")
+    assert gtp.send("final_score") == "B+80.5"
 
 
 def _parse_info(line: str) -> list[dict[str, object]]:

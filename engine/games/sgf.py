@@ -16,6 +16,7 @@ Writing produces a record that reads back to the same start position, moves, kom
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,9 +55,18 @@ def read_sgf(data: str | bytes, max_moves: int | None = None) -> GoRecord:
     """Parse an SGF Go record; raises `GameFormatError` (a ValueError) saying what is wrong.
 
     ``max_moves`` is the move cap of the returned game (`GoGame`'s default when None).
+    Text is read as is; bytes are decoded by the record's CA charset (ISO-8859-1 when absent).
     """
     try:
-        record = sgf.Sgf_game.from_string(data) if isinstance(data, str) else sgf.Sgf_game.from_bytes(data)
+        if isinstance(data, str):
+            record = sgf.Sgf_game.from_string(data)
+        else:
+            record = sgf.Sgf_game.from_bytes(data)
+            # CA may name any Python codec, and the bytes-to-bytes ones (zlib, base64, rot13...)
+            # raise LookupError, not ValueError, on the first text property sgfmill decodes.
+            charset = record.get_root().get_encoding()
+            if not codecs.lookup(charset)._is_text_encoding:
+                raise GameFormatError(f"SGF charset CA[{charset}] is not a text encoding")
         root = record.get_root()
         if root.has_property("GM") and root.get("GM") != 1:
             raise GameFormatError(f"not a Go record (GM[{root.get('GM')}])")
