@@ -104,6 +104,9 @@ class GtpConfig:
     seed: int | None = None
     name: str = "klent"
     version: str = "0"
+    # Judge dead stones by the model's ownership head (when it has one); False counts every
+    # stone alive as a model without the head does -- the "before" of a measurement.
+    judge_dead_stones: bool = True
 
 
 @dataclass(frozen=True)
@@ -506,6 +509,8 @@ class GtpEngine:
         """``state`` as a referee counts it, and the dead stones it removed (`go_board.dead_stones`
         by the model's ownership head; none for a model without one, or when no model loads:
         the scoring commands still answer then)."""
+        if not self.config.judge_dead_stones:
+            return state, set()
         try:
             ownership = self.player(state).ownership()
         except GtpError:

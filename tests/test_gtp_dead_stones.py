@@ -57,12 +57,22 @@ def test_the_score_and_dead_stones_are_a_referees(klent, gnugo) -> None:
     assert any("E1" in chain.split() for chain in alive)
 
 
-def test_no_pass_with_own_dead_stones_on_the_board(klent) -> None:
+def test_no_pass_with_own_dead_stones_on_the_board(klent, ownership_model) -> None:
     """White would win a count of the stones as they stand, and loses the referee's count:
-    after Black's pass White plays on instead of ending the game."""
+    after Black's pass White plays on instead of ending the game.  With --all-stones-alive (the
+    judgement before the ownership head) it passes into the lost count, and scores as before."""
     set_up(klent, {"b": BLACK, "w": WHITE})
     klent.send("play b pass")
     assert klent.send("genmove w").lower() != "pass"
+    before = GtpProcess([sys.executable, "-m", "klent", "gtp", "--model", ownership_model, "--simulations", "8",
+                         "--resign-threshold", "0", "--all-stones-alive"])
+    try:
+        set_up(before, {"b": BLACK, "w": WHITE})
+        before.send("play b pass")
+        assert before.send("genmove w").lower() == "pass"
+        assert before.send("final_status_list dead") == "" and before.send("final_score").startswith("W+")
+    finally:
+        before.close()
 
 
 def test_dead_opponent_stones_are_captured_before_passing(klent) -> None:

@@ -16,6 +16,9 @@
 # GUMBEL=1 adds root Gumbel noise to klent's searches (`klent gtp --gumbel-scale`), another
 # source of distinct games.
 #
+# KLENT_FLAGS adds flags to klent gtp, e.g. KLENT_FLAGS=--all-stones-alive for the end-of-game
+# judgement before the ownership head (the dead-stone measurement's "before", same network).
+#
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
 #
 #   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
@@ -30,6 +33,7 @@ JOBS=${JOBS:-1}
 RESUME=${RESUME:-0}
 OPENINGS=${OPENINGS:-}
 GUMBEL=${GUMBEL:-0}
+KLENT_FLAGS=${KLENT_FLAGS:-}
 openings=""
 if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS"; fi
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
@@ -48,7 +52,7 @@ play_setting() {
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
   .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" $resume $openings \
-    --engine1 ".venv/bin/klent gtp --model $MODEL $play $threads --resign-threshold 0" \
+    --engine1 ".venv/bin/klent gtp --model $MODEL $play $threads --resign-threshold 0 $KLENT_FLAGS" \
     --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="root Gumbel noise of the search (0: the strongest, deterministic choice; "
                         "1: as varied as self-play), so that games against a deterministic opponent "
                         "differ (default: 0)")
+    parser.add_argument("--all-stones-alive", action="store_true",
+                        help="count every stone alive at the end even with a model that has an ownership "
+                        "head (the engine's judgement before that head; for comparisons)")
     parser.add_argument("--resign-threshold", type=float, default=0.05,
                         help="resign below this win rate ... (0 never resigns; default: 0.05)")
     parser.add_argument("--resign-moves", type=int, default=3,
@@ -67,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         time_margin=args.time_margin,
         threads=args.threads,
         seed=args.seed,
+        judge_dead_stones=not args.all_stones_alive,
         name=args.name,
         version=__version__,
     )
