@@ -2,10 +2,10 @@
 
 The rules must never be what search or self-play waits on: a 6x64 network costs about 200 us
 per position on 9x9 with ONNX Runtime here, so the targets are 25 us (9x9 Go, Othello, 11x11
-Hex), 100 us (19x19 Go) and 60 us (chess) per position on one core.  Each call is timed on its
-own so the random move choice of the playout is not counted.
+Hex, Gardner chess, Animal Shogi), 100 us (19x19 Go) and 60 us (chess) per position on one
+core.  Each call is timed on its own so the random move choice of the playout is not counted.
 
-    klent bench rules [--positions 20000] [--games go9 go19 chess othello hex11]
+    klent bench rules [--positions 20000] [--games go9 go19 chess othello hex11 gardner animal_shogi]
 """
 
 from __future__ import annotations
@@ -18,7 +18,15 @@ import numpy as np
 import engine.games as games
 
 TARGETS_US = {
-    "go9": 25.0, "go13": 50.0, "go19": 100.0, "chess": 60.0, "countup": 25.0, "othello": 25.0, "hex11": 25.0
+    "go9": 25.0,
+    "go13": 50.0,
+    "go19": 100.0,
+    "chess": 60.0,
+    "countup": 25.0,
+    "othello": 25.0,
+    "hex11": 25.0,
+    "gardner": 25.0,
+    "animal_shogi": 25.0,
 }
 
 
@@ -53,9 +61,11 @@ def measure(game_name: str, positions: int, seed: int = 0) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="klent bench rules", description=__doc__.split("\n")[0])
     parser.add_argument("--positions", type=int, default=20000, help="positions per game")
-    parser.add_argument("--games", nargs="+", default=["go9", "go19", "chess", "othello", "hex11"])
+    parser.add_argument(
+        "--games", nargs="+", default=["go9", "go19", "chess", "othello", "hex11", "gardner", "animal_shogi"]
+    )
     args = parser.parse_args(argv)
-    print(f"{'game':<8} {'legal_mask':>10} {'encode':>8} {'play':>8} {'total':>8} {'target':>7}  (us/position)")
+    print(f"{'game':<12} {'legal_mask':>10} {'encode':>8} {'play':>8} {'total':>8} {'target':>7}  (us/position)")
     failed = False
     for name in args.games:
         measure(name, min(2000, args.positions))  # warm-up: numba compilation, caches
@@ -64,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "ok" if r["total"] <= target else "SLOW"
         failed |= verdict == "SLOW"
         print(
-            f"{name:<8} {r['legal_mask']:>10.1f} {r['encode']:>8.1f} {r['play']:>8.1f} "
+            f"{name:<12} {r['legal_mask']:>10.1f} {r['encode']:>8.1f} {r['play']:>8.1f} "
             f"{r['total']:>8.1f} {target:>7.0f}  {verdict}"
         )
     return 1 if failed else 0

@@ -2,8 +2,8 @@
 
 Ids: ``go5`` .. ``go19`` (``go9``, ``go13``, ``go19`` are the usual ones), ``chess``,
 ``countup`` (N=7, k=2) and ``countup{N}_{k}``, ``othello``, ``hex2`` .. ``hex19`` (``hex11`` is
-the usual one).  Keyword arguments are passed to the game's constructor
-(``get("go9", komi=6.5)``, ``get("hex11", swap=True)``).
+the usual one), ``gardner`` (5x5 chess) and ``animal_shogi``.  Keyword arguments are passed to
+the game's constructor (``get("go9", komi=6.5)``, ``get("hex11", swap=True)``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from engine.games.base import Game, GameFormatError, IllegalMoveError, State
 
 __all__ = ["Game", "GameFormatError", "IllegalMoveError", "State", "get", "GAME_IDS"]
 
-GAME_IDS = ("go9", "go13", "go19", "chess", "countup", "othello", "hex11")
+GAME_IDS = ("go9", "go13", "go19", "chess", "countup", "othello", "hex11", "gardner", "animal_shogi")
 
 
 def get(name: str, **kwargs: Any) -> Game:
@@ -43,4 +43,12 @@ def get(name: str, **kwargs: Any) -> Game:
         from engine.games.hex import HexGame
 
         return HexGame(int(match.group(1)), **kwargs)
+    if key == "gardner":
+        from engine.games.gardner import GardnerGame
+
+        return GardnerGame(**kwargs)
+    if key == "animal_shogi":
+        from engine.games.animal_shogi import AnimalShogiGame
+
+        return AnimalShogiGame(**kwargs)
     raise ValueError(f"unknown game {name!r}; known: {', '.join(GAME_IDS)} (or go5..go19, hex2..hex19)")
