@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from conftest import find_engine
-from test_gardner import FairyStockfish, divide, texts
+from fairy_stockfish import FairyStockfish, divide, texts
 
 import engine.games as games
 from engine.games.animal_shogi import AnimalShogiGame
