@@ -29,6 +29,9 @@ PANELS = (
     ("samples_per_second", "samples / second"),
     ("val_regret", "distillation: teacher's value lost per move (validation)"),
     ("val_tactics_solved", "distillation: tactical positions solved (validation)"),
+    ("val_top1", "distillation: the teacher's move chosen (validation)"),
+    ("ownership_loss", "ownership loss (cross-entropy per point)"),
+    ("val_ownership", "owned points predicted right (validation)"),
 )
 
 
