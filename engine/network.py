@@ -212,6 +212,18 @@ class OnnxEvaluator:
             self._outputs.append(OWNERSHIP_OUTPUT)
         if self.info.has_score:
             self._outputs.append(SCORE_OUTPUT)
+        self._probe()
+
+    def _probe(self) -> None:
+        """Refuse a model whose outputs on the game's initial state are NaN or infinite (the
+        weights of a diverged training run): at load time, not at the first search's move."""
+        obs = self.game.encode_batch([self.game.initial_state()])
+        for name, value in zip(self._outputs, self.session.run(self._outputs, {INPUT_NAME: obs})):
+            if not np.isfinite(value).all():
+                raise ModelFormatError(
+                    f"{self.info.path}: its {name} are not finite (NaN or infinite) on "
+                    f"{self.game.name}'s initial position, as from a diverged training run"
+                )
 
     def evaluate(self, states: Sequence[State]) -> Evaluation:
         """Encode ``states`` and evaluate them in one batch."""

@@ -3,9 +3,13 @@
 Chess GUIs (cutechess, Arena, BanksiaGUI, Nibbler) and the lichess-bot bridge drive engines
 over UCI and expect the conventions Stockfish and Leela Chess Zero follow; this module follows
 them.  The main thread reads commands; a ``go`` starts one search thread, so ``stop``,
-``ponderhit``, ``isready`` and ``quit`` are answered while it thinks.  Nothing the GUI sends can
-end the process: a malformed or unknown command is answered with ``info string <reason>`` and
-the engine keeps its state (an illegal move in ``position`` keeps the previous position).
+``ponderhit``, ``isready`` and ``quit`` are answered while it thinks.  A ``go`` that comes while
+a search still runs (after a ponder miss a GUI sends ``stop``, ``position`` and ``go`` at once)
+waits for that search's ``bestmove``, as in Stockfish, then starts: every ``go`` gets one
+``bestmove``, in order, and a ``position`` sent during a search is the next ``go``'s.  Nothing
+the GUI sends can end the process: a malformed or unknown command is answered with
+``info string <reason>`` and the engine keeps its state (an illegal move in ``position`` keeps
+the previous position).
 
 How a ``go`` is searched (all through `engine.player.Player.decide`):
 
@@ -445,10 +449,8 @@ class UciEngine:
         self._position_key, self._initial, self._actions = key, initial, actions
 
     def _go(self, args: list[str]) -> None:
-        start = time.perf_counter()
-        if self._searching():
-            self._info("go: already searching (send stop first); ignored")
-            return
+        start = time.perf_counter()  # the GUI's clock runs from here, waiting included
+        self._finish_search()
         state = self._current_state()
         go = parse_go(args, state, self._info)
         player = self._load_player()
@@ -481,6 +483,24 @@ class UciEngine:
         job.ponderhit.set()
         if not job.go.infinite:
             job.interrupt.set()
+
+    def _finish_search(self) -> None:
+        """Wait until the running search (if any) has answered its ``bestmove``.
+
+        A search that would wait for ``stop`` or ``ponderhit`` forever (``infinite``, or
+        pondering) is stopped first: the GUI forgot ``stop``, and waiting for it would leave
+        the engine deaf to every later command, ``quit`` included.
+        """
+        with self._lock:
+            job, thread = self._job, self._thread
+        if thread is None:
+            return
+        if job is not None and not job.stopped.is_set() and (
+            job.go.infinite or (job.go.ponder and not job.ponderhit.is_set())
+        ):
+            self._info("go: stopping the running search first (send stop before go)")
+            job.stop()
+        thread.join()
 
     # --- state helpers -----------------------------------------------------------------------
 

@@ -146,6 +146,21 @@ def test_ownership_and_score_heads_travel_through_onnx(tmp_path: Path) -> None:
     assert_same_evaluation(onnx_result, TorchEvaluator(model, game, device="cpu").evaluate(positions))
 
 
+@pytest.mark.parametrize("tensor", ["weight", "buffer"])
+def test_export_refuses_non_finite_weights(tmp_path: Path, tensor: str) -> None:
+    """The weights of a diverged training run would make every search fail at its first move."""
+    game = games.get("countup")
+    model = build_net(game, NetConfig(blocks=1, channels=8))
+    with torch.no_grad():
+        if tensor == "weight":
+            next(model.parameters()).view(-1)[0] = float("nan")
+        else:  # a batch norm's running variance
+            next(b for name, b in model.named_buffers() if name.endswith("running_var"))[0] = float("inf")
+    with pytest.raises(ValueError, match=r"not finite \(NaN or infinite\)"):
+        export_onnx(model, game, tmp_path / "nan.onnx")
+    assert os.listdir(tmp_path) == []
+
+
 def test_klent_export_random_baseline_model(tmp_path: Path, capsys) -> None:
     """``--random`` with the Gumbel AlphaZero heads (policy + state value), seeded."""
     out = tmp_path / "random.onnx"

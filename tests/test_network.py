@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import engine.games as games
 import engine.network as network
@@ -132,6 +132,19 @@ def test_files_that_are_not_klent_models(tmp_path: Path) -> None:
     onnx.save(plain, tmp_path / "plain.onnx")
     with pytest.raises(ModelFormatError, match="not a klent model .no klent.game or klent.encoder"):
         OnnxEvaluator(tmp_path / "plain.onnx")
+
+
+def test_refuses_a_model_whose_outputs_are_not_finite(countup_model: Path, tmp_path: Path) -> None:
+    """NaN weights (a diverged training run) would fail a search at its first move instead."""
+    proto = onnx.load(countup_model)
+    for initializer in proto.graph.initializer:
+        weights = numpy_helper.to_array(initializer)
+        if weights.dtype == np.float32:
+            initializer.CopyFrom(numpy_helper.from_array(np.full_like(weights, np.nan), initializer.name))
+    onnx.save(proto, tmp_path / "nan.onnx")
+    with pytest.raises(ModelFormatError, match=r"nan.onnx: its policy_logits are not finite") as error:
+        OnnxEvaluator(tmp_path / "nan.onnx")
+    assert "\n" not in str(error.value)
 
 
 def test_provider_preference() -> None:

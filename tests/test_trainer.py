@@ -101,6 +101,26 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     assert load_config(ok).klent_config() == klent.KlentConfig(alpha=0.5, beta=0.1, lam=0.0)
 
 
+@pytest.mark.parametrize(
+    ("section", "setting", "named"),
+    [
+        ("optim", "lr = inf", r"\[optim\] lr must"),
+        ("optim", "lr_schedule = [[5, nan]]", r"\[optim\] lr_schedule must"),
+        ("optim", "score_weight = nan", r"\[optim\] score_weight must"),
+        ("selfplay", "archive_initial_prob = nan", r"\[selfplay\] archive_initial_prob must"),
+        ("distill", "q_weight = inf", r"\[distill\] q_weight must"),
+        ("klent", "alpha = inf", r"\[klent\] alpha must"),
+        ("gumbel_az", "c_scale = -inf", r"\[gumbel_az\] c_scale must"),
+    ],
+)
+def test_non_finite_settings_are_refused(tmp_path: Path, section: str, setting: str, named: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f'game = "countup"\n[{section}]\n{setting}\n')
+    with pytest.raises(ValueError, match=named + " be finite") as error:
+        load_config(bad)
+    assert "\n" not in str(error.value)
+
+
 # ---------------------------------------------------------------------------------------------
 # Checkpoints and resumption
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +239,31 @@ def test_sigkill_mid_iteration_leaves_a_resumable_run(tmp_path: Path) -> None:
     assert load_checkpoint(out / "checkpoint.pt").extra["counters"]["iteration"] == done + 2
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
     OnnxEvaluator(out / "latest.onnx")
+
+
+def test_a_diverging_loss_stops_the_run_and_keeps_the_last_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(config_to_toml(countup_config(eval=EvalConfig(every=0))))
+    out = tmp_path / "run"
+    command = ["train", "--config", str(config_file), "--out", str(out), "--threads", "1", "--no-progress"]
+    assert klent_main([*command, "--iterations", "1"]) == 0
+    checkpoint, model = (out / "checkpoint.pt").read_bytes(), (out / "latest.onnx").read_bytes()
+
+    def nan_loss(outputs, batch):  # what an exploding learning rate ends in
+        loss, parts = klent_batch_loss(outputs, batch)
+        return loss * float("nan"), parts
+
+    monkeypatch.setattr("training.trainer.klent_batch_loss", nan_loss)
+    capsys.readouterr()
+    assert klent_main([*command, "--resume", "--iterations", "3"]) != 0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "training diverged in iteration 2" in err, err
+    assert "loss is nan" in err and "checkpoint.pt keeps iteration 1" in err, err
+    assert (out / "checkpoint.pt").read_bytes() == checkpoint  # not overwritten by NaN weights
+    assert (out / "latest.onnx").read_bytes() == model
+    assert [r["iteration"] for r in read_metrics(out / "metrics.jsonl")] == [1]
 
 
 def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -411,6 +411,41 @@ def test_go_infinite_and_ponder_wait_for_stop_and_ponderhit(raw: RawEngine) -> N
     assert chess.Move.from_uci(bestmove(lines)) in after_e4_e5.legal_moves
 
 
+def test_every_go_gets_its_bestmove_even_before_the_previous_one(raw: RawEngine) -> None:
+    """A `go` that arrives while a search ends (a GUI's stop / position / go after a ponder
+    miss, sent in one write) waits for it, as in Stockfish, instead of being dropped."""
+    raw.ready()
+    raw.send("\n".join(["go infinite", "stop"] * 50))  # one write: 50 back-to-back pairs
+    answered = 0
+
+    def fiftieth(line: str) -> bool:
+        nonlocal answered
+        answered += is_bestmove(line)
+        return answered == 50
+
+    lines = raw.until(fiftieth, 60)
+    assert not any("already searching" in line for line in lines)
+    assert not any(is_bestmove(line) for line in raw.quiet_for(0.5))
+
+    raw.send("position startpos", "go infinite")
+    raw.quiet_for(0.3)
+    raw.send("\n".join(["stop", "position startpos moves e2e4", "go nodes 8"]))
+    first = raw.until(is_bestmove, 5)
+    assert chess.Move.from_uci(bestmove(first)) in START.legal_moves  # the position of its go
+    second = raw.until(is_bestmove, 30)
+    black_moves = _after(START, chess.Move.from_uci("e2e4")).legal_moves
+    assert chess.Move.from_uci(bestmove(second)) in black_moves
+
+    # A GUI that forgets `stop` cannot hang the engine: the open-ended search is ended first.
+    raw.send("position startpos", "go infinite")
+    raw.quiet_for(0.3)
+    raw.send("go nodes 8")
+    lines = raw.until(is_bestmove, 5) + raw.until(is_bestmove, 30)
+    assert sum(is_bestmove(line) for line in lines) == 2
+    assert any(line.startswith("info string go: ") for line in lines)
+    raw.ready()
+
+
 def test_long_timed_search_reports_progress_and_obeys_stop(raw: RawEngine) -> None:
     raw.ready()
     raw.send("position startpos", "go movetime 60000")

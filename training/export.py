@@ -75,12 +75,16 @@ def export_onnx(
 
     ``training_info`` (algorithm, simulator evaluations, ...) goes into ``klent.training``; the
     export date is added unless given.  The caller's model is not modified (a CPU copy in eval
-    mode is exported).
+    mode is exported).  A model with NaN or infinite weights (a diverged training run) is
+    refused: every engine search with it would fail at its first move.
     """
     if tuple(model.observation_shape) != tuple(game.observation_shape) or (
         model.num_actions != game.num_actions
     ):
         raise ValueError(f"the network is not shaped for {game.name}")
+    for name, tensor in model.state_dict().items():  # parameters and batch-norm statistics
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"the network's {name} is not finite (NaN or infinite): not exported")
     info = {"date": datetime.date.today().isoformat(), **(training_info or {})}
     wrapped = _PresentOutputs(copy.deepcopy(model).cpu()).eval()
     # Batch 2, not 1: torch.export specialises a dimension whose example size is 1.

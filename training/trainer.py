@@ -169,6 +169,12 @@ class TrainConfig:
     init: str = ""  # the checkpoint.pt whose weights a new run starts from; "" = random weights
 
     def __post_init__(self) -> None:
+        # TOML reads `inf` and `nan`, which slip past every range check (nan < 0 is False):
+        # a NaN setting would only show an hour later, as NaN losses and weights.
+        for key, value in _flatten(self.to_dict()).items():
+            if _non_finite(value):
+                section, _, name = key.rpartition(".")
+                raise ValueError(f"{f'[{section}] ' if section else ''}{name} must be finite, not nan or inf")
         if self.algo not in ALGOS:
             raise ValueError(f"unknown algorithm {self.algo!r}; known: {', '.join(ALGOS)}")
         if self.preset not in klent.PRESETS:
@@ -293,6 +299,13 @@ def config_changes(old: TrainConfig, new: TrainConfig) -> list[str]:
     return [f"{k}: {shown(before.get(k))} -> {shown(after.get(k))}" for k in changed]
 
 
+def _non_finite(value: Any) -> bool:
+    """Whether a setting is, or lists (``lr_schedule``), a NaN or infinite number."""
+    if isinstance(value, (list, tuple)):
+        return any(_non_finite(v) for v in value)
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for key, value in data.items():
@@ -411,6 +424,15 @@ def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
 LossFn = Callable[[NetOutputs, dict[str, torch.Tensor]], tuple[torch.Tensor, dict[str, torch.Tensor]]]
 
 
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite (a learning rate too high, most often).
+
+    Raised before the optimiser step that would spread it into every weight, so the iteration
+    writes nothing and the run folder keeps its last good checkpoint.  (Under torchrun the rank
+    that sees it fails, and torchrun ends the others.)
+    """
+
+
 def klent_batch_loss(
     outputs: NetOutputs, batch: dict[str, torch.Tensor]
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -449,7 +471,8 @@ def fit(
     `Game.symmetries` table) each minibatch is replaced by its image under a random one.  With
     ``autocast`` (e.g. torch.bfloat16) the network runs in that precision where autocast
     allows; its outputs are cast back to float32 before the loss, so log-softmax, the KL and
-    the squared errors are float32 sums.
+    the squared errors are float32 sums.  A non-finite loss raises `TrainingDiverged` before
+    its update.
     """
     model.train()
     fields = {
@@ -479,6 +502,8 @@ def fit(
             with torch.autocast(device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
                 outputs = model(batch["obs"])
             loss, parts = loss_fn(outputs.as_float(), batch)
+            if not torch.isfinite(loss):
+                raise TrainingDiverged(f"the loss is {float(loss.detach())} in minibatch {steps + 1}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -642,17 +667,24 @@ class Trainer:
         lr = self.config.optim.lr_after(self.iteration)
         for group in self.optimizer.param_groups:  # a resumption's [optim] may have changed it
             group["lr"] = lr
-        parts = fit(
-            self.ddp,
-            self.optimizer,
-            samples,
-            self._loss_fn(),
-            max(1, self.config.optim.batch_size // self.dist.world_size),
-            self.config.optim.epochs,
-            self.device,
-            self.symmetries,
-            self.config.optim.autocast_dtype(),
-        )
+        try:
+            parts = fit(
+                self.ddp,
+                self.optimizer,
+                samples,
+                self._loss_fn(),
+                max(1, self.config.optim.batch_size // self.dist.world_size),
+                self.config.optim.epochs,
+                self.device,
+                self.symmetries,
+                self.config.optim.autocast_dtype(),
+            )
+        except TrainingDiverged as error:
+            kept = f"{CHECKPOINT} keeps iteration {self.iteration}" if self.iteration else f"no {CHECKPOINT} yet"
+            raise TrainingDiverged(
+                f"training diverged in iteration {self.iteration + 1}: {error}; {kept} "
+                "(lower [optim] lr or lr_schedule)"
+            ) from None
         self._sync_buffers()
         done = time.monotonic()
         self.iteration += 1

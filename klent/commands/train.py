@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         done = run_.run(args.iterations, args.minutes, progress=not args.no_progress)
+    except trainer.TrainingDiverged as error:  # a setting to change, not a bug: one line
+        raise CommandError(str(error)) from None
     finally:
         run_.close()
     if run_.dist.is_main:
