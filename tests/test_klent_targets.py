@@ -13,6 +13,7 @@ import engine.games as games
 from engine.games.countup import CountUpGame, CountUpState
 from engine.network import MASKED_LOGIT, softmax
 from training import klent
+from training.nets import NetOutputs
 from training.selfplay import GameSlots, collect_klent
 from training.torch_evaluator import TorchEvaluator
 from training.trainer import fit, klent_batch_loss
@@ -235,9 +236,9 @@ class TabularNet(nn.Module):
         self.policy = nn.Linear(inputs, game.num_actions)
         self.action_values = nn.Linear(inputs, game.num_actions)
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def forward(self, obs: torch.Tensor) -> NetOutputs:
         x = obs.flatten(1)
-        return self.policy(x), torch.tanh(self.action_values(x)), None
+        return NetOutputs(self.policy(x), torch.tanh(self.action_values(x)), None, None, None)
 
 
 @pytest.fixture
