@@ -317,6 +317,13 @@ def test_setup_state_validates_and_starts_the_history() -> None:
         game.setup_state(black=[0], white=[1, 9])
 
 
+@pytest.mark.parametrize("komi", [150.5, -1e308, float("nan"), float("inf")])
+def test_komi_beyond_150_or_not_finite_is_refused(komi: float) -> None:
+    with pytest.raises(ValueError, match="komi"):
+        GoGame(9, komi=komi)
+    assert GoGame(9, komi=-150).komi == -150
+
+
 def test_replay_under_another_komi() -> None:
     game = GoGame(9)
     state = play_text(game.handicap_state(2), "E5", "D4", "pass")
@@ -457,6 +464,8 @@ def test_sgf_reads_a_hand_written_record() -> None:
         ("(;SZ[9];B[aa];W[aa])", "occupied"),
         ("(;SZ[9];B[aa];AB[cc])", "only the first node"),
         ("(;SZ[9]AB[aa]AW[ab][ba])", "no liberty"),
+        ("(;SZ[9]KM[1e308])", "outside klent's"),  # #24: beyond the komi any other input may give
+        ("(;SZ[9]KM[-150.5])", "outside klent's"),
     ],
 )
 def test_malformed_sgf(text: str, reason: str) -> None:

@@ -43,6 +43,7 @@ from engine.games.symmetry import point_permutations
 
 COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP columns: no "I"
 MIN_SIZE, MAX_SIZE = 5, 19
+MAX_KOMI = 150.0  # |komi| klent plays with: far beyond any real komi, and finite scores stay exact
 _REASONS = {
     k.OCCUPIED: "the point is occupied",
     k.SUICIDE: "suicide",
@@ -225,8 +226,8 @@ class GoGame(Game):
         if not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
             raise ValueError(f"Go board size must be {MIN_SIZE}..{MAX_SIZE}, not {size!r}")
         komi = float(komi)
-        if not np.isfinite(komi):
-            raise ValueError(f"komi must be a finite number, not {komi!r}")
+        if not abs(komi) <= MAX_KOMI:  # also refuses NaN
+            raise ValueError(f"komi must be a number within +-{MAX_KOMI:g}, not {komi!r}")
         self.size = size
         self.komi = komi
         self.max_moves = 2 * size * size if max_moves is None else int(max_moves)

@@ -23,7 +23,7 @@ import numpy as np
 from sgfmill import sgf
 
 from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
+from engine.games.go import MAX_KOMI, MAX_SIZE, MIN_SIZE, GoGame, GoState
 
 _COLOUR = ("b", "w")  # sgfmill's names for player 0 and 1
 
@@ -85,6 +85,8 @@ def read_sgf(data: str | bytes, max_moves: int | None = None) -> GoRecord:
         raise GameFormatError(f"malformed SGF: {str(exc) or 'a property has a bad value'}") from None
     if not MIN_SIZE <= size <= MAX_SIZE:
         raise GameFormatError(f"SGF board size {size} is outside klent's {MIN_SIZE}..{MAX_SIZE}")
+    if komi is not None and not abs(komi) <= MAX_KOMI:  # also refuses NaN
+        raise GameFormatError(f"SGF komi KM[{komi:g}] is outside klent's +-{MAX_KOMI:g}")
     game = GoGame(size, 7.5 if komi is None else komi, max_moves)
 
     def point(vertex: tuple[int, int]) -> int:
