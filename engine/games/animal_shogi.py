@@ -74,7 +74,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.games import animal_shogi_kernels as k
-from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
 
 START_FEN = "gle/1c1/1C1/ELG[] w - - 0 1"
 FILES = "abc"
@@ -293,7 +293,7 @@ class AnimalShogiState(State):
         return f"<AnimalShogiState {self.fen()}>"
 
 
-class AnimalShogiGame(Game):
+class AnimalShogiGame(FenGame):
     """Animal Shogi with Pgx's encoding (see the module docstring).
 
     ``max_moves`` caps the game (plies after the start position of the record; None: no
@@ -336,6 +336,10 @@ class AnimalShogiGame(Game):
             except (IllegalMoveError, GameFormatError) as error:
                 raise type(error)(f"move {number} of the list: {error}") from None
         return state
+
+    def fen(self, state: State) -> str:
+        assert isinstance(state, AnimalShogiState)
+        return state.fen()
 
     def encode(self, state: State) -> np.ndarray:
         out = np.empty(self.observation_shape, dtype=np.float32)

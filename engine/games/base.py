@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -23,6 +24,28 @@ class IllegalMoveError(ValueError):
 
 class GameFormatError(ValueError):
     """Malformed game text: a FEN, an SGF record or a move string that cannot be parsed."""
+
+
+class SetupError(GameFormatError):
+    """A `Setup` a game cannot start from; ``field`` names the part at fault ("fen", "sgf", "komi")."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Where a record starts, in the notations klent reads: a FEN (chess and its relatives), an
+    SGF record and a komi (Go); None where not given, and all None for the initial position.
+
+    Clients (the HTTP API) pass what they received and `Game.start_state` decides what its
+    game can read, so nothing outside a game needs to know which game takes which notation.
+    """
+
+    fen: str | None = None
+    sgf: str | None = None
+    komi: float | None = None
 
 
 class State(ABC):
@@ -99,6 +122,10 @@ class Game(ABC):
     num_actions: int
     observation_shape: tuple[int, int, int]
     encoder_version: int
+    # The `Setup` fields `start_state` reads; any other one given is refused (`SetupError`).
+    setup_fields: tuple[str, ...] = ()
+    # What the players are called, player 0 (who moves first) first.
+    player_names: tuple[str, str] = ("black", "white")
     # When actions are laid out point-major over the observation's board (action = point *
     # planes + plane, point = row * width + column), their number of planes: a network may
     # then emit actions as convolution planes (chess: 73).  None: no such layout (Go's pass).
@@ -107,6 +134,23 @@ class Game(ABC):
     @abstractmethod
     def initial_state(self) -> State:
         """The position every game starts from."""
+
+    def start_state(self, setup: Setup) -> State:
+        """The position ``setup`` describes (the initial one when it gives nothing).
+
+        Raises `SetupError` naming the field at fault: one this game does not read, or one it
+        cannot parse (the message says why).
+        """
+        for field in fields(setup):
+            if getattr(setup, field.name) is not None and field.name not in self.setup_fields:
+                takes = " / ".join((*self.setup_fields, "moves"))
+                raise SetupError(field.name, f"{self.name} positions take {takes} only, not {field.name}")
+        return self._start_state(setup)
+
+    def _start_state(self, setup: Setup) -> State:
+        """`start_state` once ``setup`` is known to hold only fields of `setup_fields`; games
+        that have any override this."""
+        return self.initial_state()
 
     @abstractmethod
     def encode(self, state: State) -> np.ndarray:
@@ -136,6 +180,22 @@ class Game(ABC):
     def text_to_action(self, state: State, text: str) -> int:
         """Inverse of `action_to_text`; raises `GameFormatError` or `IllegalMoveError`."""
 
+    def result_text(self, state: State) -> str | None:
+        """The result of a finished game in the game's usual notation; None while it goes on."""
+        if not state.is_terminal:
+            return None
+        outcome = state.outcome()
+        return "first player wins" if outcome > 0 else "second player wins" if outcome < 0 else "draw"
+
+    def board_rows(self, state: State) -> list[str]:
+        """The board as text rows from the top, one character per point, for clients that draw
+        it; empty for games that have no such picture."""
+        return []
+
+    def fen(self, state: State) -> str | None:
+        """``state`` in FEN; None for games that have no FEN (see `FenGame`)."""
+        return None
+
     def with_encoder(self, version: int) -> Game:
         """This game with observations in encoder ``version`` (a model's); ValueError when this
         klent cannot produce that version.  Games with one encoder have only their own."""
@@ -145,3 +205,36 @@ class Game(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
+
+
+class FenGame(Game):
+    """A game whose positions are written in FEN (chess, Gardner chess, Animal Shogi).
+
+    A record may start from a FEN, every position is described by one, and the FEN's colours
+    name the players (White moves first) and its results (PGN's "1-0", "0-1", "1/2-1/2").
+    """
+
+    setup_fields = ("fen",)
+    player_names = ("white", "black")
+
+    @abstractmethod
+    def from_fen(self, fen: str) -> State:
+        """The position of ``fen``; `GameFormatError` says why a FEN cannot be read."""
+
+    @abstractmethod
+    def fen(self, state: State) -> str:
+        """``state`` in FEN."""
+
+    def _start_state(self, setup: Setup) -> State:
+        if setup.fen is None:
+            return self.initial_state()
+        try:
+            return self.from_fen(setup.fen)
+        except GameFormatError as error:
+            raise SetupError("fen", str(error)) from None
+
+    def result_text(self, state: State) -> str | None:
+        if not state.is_terminal:
+            return None
+        outcome = state.outcome()
+        return "1-0" if outcome > 0 else "0-1" if outcome < 0 else "1/2-1/2"

@@ -50,7 +50,7 @@ import chess  # python-chess: imports are absolute, so this is never this module
 import numpy as np
 from numba import njit, types
 
-from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
 
 NUM_PLANES = 73
 NUM_ACTIONS = 64 * NUM_PLANES
@@ -588,7 +588,7 @@ class ChessState(State):
         return f"<ChessState {self.fen()}>"
 
 
-class ChessGame(Game):
+class ChessGame(FenGame):
     """Chess (standard rules) with the AlphaZero encoding described in this module.
 
     ``max_moves`` (default 512 plies, None for no cap) ends a game that many plies after the
@@ -643,6 +643,15 @@ class ChessGame(Game):
             except GameFormatError as error:
                 raise GameFormatError(f"move {number} of the list: {error}") from None
         return state
+
+    def fen(self, state: State) -> str:
+        assert isinstance(state, ChessState)
+        return state.fen()
+
+    def board_rows(self, state: State) -> list[str]:
+        """Rank 8 first, one FEN letter per square, '.' for an empty one."""
+        placement = self.fen(state).split()[0]
+        return ["".join("." * int(c) if c.isdigit() else c for c in rank) for rank in placement.split("/")]
 
     def _root_state(self, board: chess.Board) -> ChessState:
         board = board.copy(stack=False)

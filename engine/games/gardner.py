@@ -54,7 +54,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.games import gardner_kernels as k
-from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
 
 START_FEN = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 FILES = "abcde"
@@ -238,7 +238,7 @@ class GardnerState(State):
         return f"<GardnerState {self.fen()}>"
 
 
-class GardnerGame(Game):
+class GardnerGame(FenGame):
     """Gardner chess with Pgx's encoding (see the module docstring).
 
     ``max_moves`` caps the game (plies after the start position of the record; None: no
@@ -279,6 +279,10 @@ class GardnerGame(Game):
             except (IllegalMoveError, GameFormatError) as error:
                 raise type(error)(f"move {number} of the list: {error}") from None
         return state
+
+    def fen(self, state: State) -> str:
+        assert isinstance(state, GardnerState)
+        return state.fen()
 
     def encode(self, state: State) -> np.ndarray:
         out = np.empty(self.observation_shape, dtype=np.float32)

@@ -38,7 +38,7 @@ from functools import lru_cache
 import numpy as np
 
 from engine.games import go_kernels as k
-from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.base import Game, GameFormatError, IllegalMoveError, Setup, SetupError, State
 from engine.games.symmetry import point_permutations
 
 COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP columns: no "I"
@@ -49,6 +49,13 @@ _REASONS = {
     k.SUICIDE: "suicide",
     k.SUPERKO: "it repeats an earlier position (superko)",
 }
+
+
+def score_text(score: float) -> str:
+    """SGF's result text of a final area score from Black's view: "B+3.5", "W+0.5" or "0"."""
+    if score == 0:
+        return "0"
+    return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
 
 
 @lru_cache(maxsize=None)
@@ -221,6 +228,7 @@ class GoGame(Game):
     """
 
     ENCODERS = (1, 2)  # the observation layouts this klent can produce (module docstring)
+    setup_fields = ("komi", "sgf")
 
     def __init__(self, size: int, komi: float = 7.5, max_moves: int | None = None, encoder: int = 1) -> None:
         if not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
@@ -264,6 +272,31 @@ class GoGame(Game):
 
     def initial_state(self) -> GoState:
         return self.setup_state()
+
+    def _start_state(self, setup: Setup) -> GoState:
+        """The empty board, or the position at the end of an SGF record's main line.
+
+        The setup's komi overrides the record's KM; without either, klent's default (7.5)
+        applies to a record, and this game's komi to the empty board.
+        """
+        try:
+            game = self if setup.komi is None else self.with_komi(setup.komi)
+        except ValueError as error:
+            raise SetupError("komi", str(error)) from None
+        if setup.sgf is None:
+            return game.initial_state()
+        from engine.games.sgf import read_sgf  # sgf.py builds on this module
+
+        try:
+            record = read_sgf(setup.sgf, max_moves=self.max_moves)
+        except ValueError as error:  # GameFormatError, and anything else a hostile record may raise
+            raise SetupError("sgf", str(error)) from None
+        if record.game.size != self.size:
+            size = record.game.size
+            raise SetupError("sgf", f"the record is for {size}x{size}, not {self.size}x{self.size}")
+        if setup.komi is None or setup.komi == record.game.komi:
+            return record.final
+        return record.game.with_komi(setup.komi).replay(record.final)
 
     def setup_state(self, black: Iterable[int] = (), white: Iterable[int] = (), to_play: int = 0) -> GoState:
         """A start position with stones already on the board (handicap, SGF AB/AW, GTP set-up).
@@ -428,6 +461,17 @@ class GoGame(Game):
 
     def action_to_text(self, state: State, action: int) -> str:
         return self.vertex(action)
+
+    def result_text(self, state: State) -> str | None:
+        """SGF's result of a finished game ("B+3.5", "W+0.5", "0"); None while it goes on."""
+        assert isinstance(state, GoState)
+        return score_text(state.score()) if state.is_terminal else None
+
+    def board_rows(self, state: State) -> list[str]:
+        """The top row (the highest GTP row number) first; X black, O white, '.' empty."""
+        assert isinstance(state, GoState)
+        symbols = {0: ".", 1: "X", -1: "O"}
+        return ["".join(symbols[int(point)] for point in row) for row in state.board()]
 
     def text_to_action(self, state: State, text: str) -> int:
         """Parse and check a GTP vertex; `IllegalMoveError` names the move and the reason."""

@@ -23,7 +23,7 @@ import numpy as np
 from sgfmill import sgf
 
 from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.go import MAX_KOMI, MAX_SIZE, MIN_SIZE, GoGame, GoState
+from engine.games.go import MAX_KOMI, MAX_SIZE, MIN_SIZE, GoGame, GoState, score_text
 
 _COLOUR = ("b", "w")  # sgfmill's names for player 0 and 1
 
@@ -126,10 +126,7 @@ def read_sgf(data: str | bytes, max_moves: int | None = None) -> GoRecord:
 
 def result_text(state: GoState) -> str:
     """SGF result of a finished game from its area score: "B+3.5", "W+0.5" or "0"."""
-    score = state.score()
-    if score == 0:
-        return "0"
-    return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
+    return score_text(state.score())
 
 
 def write_sgf(
