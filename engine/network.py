@@ -8,6 +8,7 @@ log-softmax stay finite) and the action value 0.
 `OnnxEvaluator` is the engine's evaluator: it runs a klent ONNX model file (the format is
 defined below and written by `training.export`) and refuses a model made for another game or
 encoder version.  The trainer's torch twin is `training.torch_evaluator.TorchEvaluator`.
+`read_model_info` reads what a model file says about itself without starting ONNX Runtime.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import onnxruntime as ort
 
 import engine.games
 from engine.games.base import Game, State
+from engine.onnx_header import read_onnx_header
 
 MASKED_LOGIT = np.float32(-1e9)
 
@@ -192,7 +194,7 @@ class OnnxEvaluator:
             providers = select_providers(ort.get_available_providers())
         self.session = _open_session(path, options, providers)
         self.providers: list[str] = self.session.get_providers()
-        self.info = _read_info(path, self.session)
+        self.info = read_model_info(path)
         if game is None:
             try:
                 game = engine.games.get(self.info.game)
@@ -278,9 +280,18 @@ def _open_session(
     raise ModelFormatError(f"{path}: ONNX Runtime cannot load it ({error})")
 
 
-def _read_info(path: str, session: ort.InferenceSession) -> ModelInfo:
-    """The klent metadata of a loaded model; `ModelFormatError` if it is not a klent model."""
-    meta = session.get_modelmeta().custom_metadata_map
+def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
+    """What the model file at ``path`` says about itself (its game, encoder, heads), read
+    without starting ONNX Runtime: a protocol that only needs to know a model's game does not
+    pay for a second session.  `ModelFormatError` if it is not a klent model."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no model file {path!r}")
+    try:
+        header = read_onnx_header(path)
+    except (OSError, ValueError) as error:
+        raise ModelFormatError(f"{path}: not an ONNX model ({error})") from None
+    meta = header.metadata
     missing = [key for key in (META_GAME, META_ENCODER) if key not in meta]
     if missing:
         raise ModelFormatError(f"{path}: not a klent model (no {' or '.join(missing)} metadata)")
@@ -291,8 +302,7 @@ def _read_info(path: str, session: ort.InferenceSession) -> ModelInfo:
             raise ValueError(f"{META_TRAINING} is not a JSON object")
     except ValueError as error:
         raise ModelFormatError(f"{path}: malformed klent metadata ({error})") from None
-    input_names = {i.name for i in session.get_inputs()}
-    output_names = {o.name for o in session.get_outputs()}
+    input_names, output_names = set(header.inputs), set(header.outputs)
     if INPUT_NAME not in input_names or POLICY_OUTPUT not in output_names:
         raise ModelFormatError(
             f"{path}: not a klent model (needs input {INPUT_NAME!r}, output {POLICY_OUTPUT!r})"

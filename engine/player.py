@@ -4,30 +4,47 @@ GTP, UCI, the HTTP server and the lichess bridge all play through a `Player`, so
 play, Gumbel search, tree reuse and the move analysis behave the same everywhere.  A player
 holds the current position as an initial state plus the actions played from it; setting a
 position that extends the previous one by a few actions keeps the search tree of the moves in
-between (tree reuse), anything else starts a fresh tree.
+between (tree reuse), anything else starts a fresh tree.  `Player.decide` chooses one move;
+`Player.analyse` keeps searching the same tree and reports as it goes (UCI ``go infinite``,
+GTP ``lz-analyze``).
+
+Protocols reach the engine through this module and `engine.games` only: besides the player,
+it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
+`move_budget`, `default_threads`, `write_text_atomically`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import perf_counter
 from typing import Literal
 
 import numpy as np
 
+from engine.files import write_text_atomically
 from engine.games.base import Game, IllegalMoveError, State
-from engine.network import Evaluator, OnnxEvaluator
-from engine.search.gumbel import GumbelConfig, search
+from engine.network import Evaluator, ModelInfo, OnnxEvaluator, default_threads, read_model_info
+from engine.resign import ResignTracker
+from engine.search.gumbel import GumbelConfig, search, warm_up
 from engine.search.limits import SearchLimits
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
 from engine.search.tree import SearchTree
+from engine.timecontrol import move_budget
+
+__all__ = [
+    "DEFAULT_WEIGHTS_DIR", "Decision", "ModelInfo", "MoveStat", "Ownership", "PlayOptions", "Player",
+    "ResignTracker", "default_threads", "model_path_for", "move_budget", "read_model_info",
+    "write_text_atomically",
+]
 
 Mode = Literal["reactive", "search"]
 
 DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+FIRST_ANALYSIS_SEARCH = 64  # simulations of the first search of an analysis
 
 
 @dataclass(frozen=True)
@@ -36,7 +53,11 @@ class PlayOptions:
 
     ``gumbel_scale`` is the root Gumbel noise at play time (0: deterministic, the strongest
     choice; 1: varied play as in self-play).  ``temperature`` applies to reactive play only
-    (0: argmax of the policy, the paper's reactive player).
+    (0: argmax of the policy, the paper's reactive player).  ``candidates``, when not empty,
+    are the only actions the decision may choose and list (UCI ``searchmoves``; the search
+    still looks at every move, as the opponent's replies need them).  ``ponder``: find the
+    reply to expect even where the search did not reach it, at the cost of one more network
+    call (UCI's ``ponder`` move, asked for only when the GUI ponders).
     """
 
     mode: Mode = "search"
@@ -45,6 +66,8 @@ class PlayOptions:
     gumbel_scale: float = 0.0
     temperature: float = 0.0
     top_moves: int = 10
+    candidates: tuple[int, ...] = ()
+    ponder: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("reactive", "search"):
@@ -65,6 +88,11 @@ class MoveStat:
     policy: float  # improved policy probability (the engine's preference after search)
     pv: list[str] = field(default_factory=list)
 
+    @property
+    def winrate(self) -> float:
+        """``q`` mapped to [0, 1] (what Go GUIs call the win rate)."""
+        return _winrate(self.q)
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -74,15 +102,23 @@ class Decision:
     move: str
     value: float  # value of the position for the side to move, in [-1, 1]
     top_moves: list[MoveStat]  # the chosen move first, then by visits
-    pv: list[str]
+    pv: list[str]  # the chosen move's principal variation
     simulations: int
     elapsed: float
     result: SearchResult
+    ponder: str | None  # the reply to expect (the PV's second move, else the policy's choice)
+    seldepth: int  # plies to the deepest position searched, at least the PV's length
+    visits: int  # visits of the searched tree, inherited ones included (0 for reactive play)
+
+    @property
+    def depth(self) -> int:
+        """Plies of the principal variation (UCI's ``depth``)."""
+        return len(self.pv)
 
     @property
     def winrate(self) -> float:
         """Value mapped to [0, 1] (what Go GUIs call the win rate)."""
-        return (self.value + 1.0) / 2.0
+        return _winrate(self.value)
 
 
 @dataclass(frozen=True)
@@ -119,6 +155,7 @@ class Player:
         self._state: State = self._initial
         self._tree: SearchTree | None = None
         self._tree_actions: list[int] = []
+        warm_up()  # once per process, so that no move's time budget pays for it
 
     @classmethod
     def load(
@@ -212,6 +249,49 @@ class Player:
             result = self._search(state, limits, opts)
         return self._decision(state, result, opts)
 
+    def analyse(
+        self,
+        on_update: Callable[[Decision], bool],
+        stop: threading.Event,
+        options: PlayOptions | None = None,
+        *,
+        simulations: int | None = None,
+        time: float | None = None,
+        interval: float = 1.0,
+    ) -> Decision:
+        """Search the current position again and again on one tree, reporting after each search.
+
+        Sequential Halving plans a search from its budget, so an open-ended analysis is a
+        series of searches on the same tree (tree reuse makes each continue where the last
+        stopped): the first of `FIRST_ANALYSIS_SEARCH` simulations, each next one twice as
+        large until one takes about ``interval`` seconds.  ``on_update`` gets each search's
+        decision (whose visits are the tree's, so they grow) and returns False to end the
+        analysis.  It also ends once ``stop`` is set, after ``simulations`` simulations in all,
+        after ``time`` seconds, or after the one network call of reactive play.  ``options``
+        (the player's by default) say how each search decides; their own budget is replaced by
+        the analysis's.  Returns the last decision.
+        """
+        opts = options or self.options
+        start = perf_counter()
+        done, size = 0, FIRST_ANALYSIS_SEARCH
+        while True:
+            budget = size if simulations is None else max(0, min(size, simulations - done))
+            remaining = None if time is None else max(0.0, start + time - perf_counter())
+            began = perf_counter()
+            decision = self.decide(replace(opts, simulations=budget, time=remaining), stop=stop)
+            took = perf_counter() - began
+            done += decision.simulations
+            if (
+                not on_update(decision)
+                or opts.mode == "reactive"
+                or stop.is_set()
+                or (simulations is not None and done >= simulations)
+                or (time is not None and perf_counter() >= start + time)
+            ):
+                return decision
+            rate = decision.simulations / max(took, 1e-3)
+            size = max(FIRST_ANALYSIS_SEARCH, min(2 * size, int(rate * interval)))
+
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
         result = search(state, self.evaluator, limits, config=config, rng=self._rng, trees=self._reusable_tree())
@@ -233,34 +313,66 @@ class Player:
         # Visits in the whole tree (moves searched before a tree reuse included): that is what
         # an analysis shows.  Reactive play has no tree and no visits.
         visits = tree.child_visits() if tree is not None else {}
-        legal = np.flatnonzero(state.legal_mask())
+        legal = np.flatnonzero(state.legal_mask()).tolist()
+        allowed = [a for a in legal if a in opts.candidates] or legal
+
+        def preference(a: int) -> tuple[int, float]:
+            return -visits.get(a, 0), -float(result.improved_policy[a])
+
+        def line(first: int) -> list[int]:
+            return tree.principal_variation(first=first) if tree is not None else [first]
+
+        action = result.action if result.action in allowed else min(allowed, key=preference)
         # The chosen move first, then by visits and by the improved policy.
-        order = sorted(
-            legal,
-            key=lambda a: (a != result.action, -visits.get(int(a), 0), -float(result.improved_policy[a])),
-        )
+        order = sorted(allowed, key=lambda a: (a != action, *preference(a)))
         top = [
             MoveStat(
-                action=int(a),
-                move=game.action_to_text(state, int(a)),
+                action=a,
+                move=game.action_to_text(state, a),
                 prior=float(result.prior[a]),
                 q=float(result.q[a]),
-                visits=visits.get(int(a), 0),
+                visits=visits.get(a, 0),
                 policy=float(result.improved_policy[a]),
-                pv=_pv_text(state, tree.principal_variation(first=int(a)) if tree is not None else [int(a)]),
+                pv=_pv_text(state, line(a)),
             )
             for a in order[: opts.top_moves]
         ]
+        pv = line(action)
         return Decision(
-            action=result.action,
-            move=game.action_to_text(state, result.action),
+            action=action,
+            move=game.action_to_text(state, action),
             value=float(result.value),
             top_moves=top,
-            pv=_pv_text(state, result.pv),
+            pv=_pv_text(state, pv),
             simulations=result.simulations,
             elapsed=result.elapsed,
             result=result,
+            ponder=self._expected_reply(state, pv, tree, opts.ponder),
+            seldepth=max(tree.depth() if tree is not None else 0, len(pv)),
+            visits=tree.visits if tree is not None else 0,
         )
+
+    def _expected_reply(self, state: State, pv: list[int], tree: SearchTree | None, evaluate: bool) -> str | None:
+        """The opponent's expected reply to ``pv[0]``: the PV's second move; after a search too
+        short to have one, the policy's favourite reply, read from the tree if the search
+        evaluated that position, else (only when ``evaluate``: it costs a network call) from a
+        reactive evaluation.  None after a move that ends the game."""
+        after = state.play(pv[0])
+        if after.is_terminal:
+            return None
+        if len(pv) > 1:
+            reply = pv[1]
+        elif tree is not None and (node := tree.advance(pv[:1])) is not None:
+            reply = node.policy_action()
+        elif evaluate:
+            reply = reactive(after, self.evaluator).action
+        else:
+            return None
+        return self.game.action_to_text(after, reply)
+
+
+def _winrate(value: float) -> float:
+    return (value + 1.0) / 2.0
 
 
 def _pv_text(state: State, actions: Sequence[int]) -> list[str]:

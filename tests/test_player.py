@@ -1,17 +1,30 @@
-"""The player facade: positions, tree reuse, reactive and search decisions, model loading."""
+"""The player facade: positions, tree reuse, reactive and search decisions, analyses, model
+loading and model metadata, resigning."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
+import onnxruntime
 import pytest
 
 import engine.games as games
 from engine.games.base import IllegalMoveError
-from engine.network import ModelMismatchError
-from engine.player import Player, PlayOptions, model_path_for
+from engine.network import ModelFormatError, ModelMismatchError, OnnxEvaluator
+from engine.player import (
+    FIRST_ANALYSIS_SEARCH,
+    Decision,
+    Player,
+    PlayOptions,
+    ResignTracker,
+    model_path_for,
+    read_model_info,
+)
 
 
 @pytest.fixture()
@@ -83,3 +96,90 @@ def test_model_loading_errors(tmp_path: Path, untrained_model) -> None:
     shutil.copy(untrained_model("countup"), model_path_for(go, tmp_path))
     with pytest.raises(ModelMismatchError):
         Player.load(go, weights_dir=tmp_path)
+
+
+# --- analysis: repeated searches on one tree ---------------------------------------------------
+
+
+def test_analysis_grows_one_tree_until_told_to_stop(player: Player) -> None:
+    seen: list[Decision] = []
+
+    def update(decision: Decision) -> bool:
+        seen.append(decision)
+        return len(seen) < 4
+
+    last = player.analyse(update, threading.Event(), PlayOptions(top_moves=2))
+    assert last is seen[-1] and len(seen) == 4
+    assert seen[0].simulations == FIRST_ANALYSIS_SEARCH
+    assert all(later.visits > earlier.visits for earlier, later in zip(seen, seen[1:]))
+    assert all(len(d.top_moves) == 2 for d in seen)
+
+
+def test_analysis_keeps_its_budgets(player: Player) -> None:
+    seen: list[Decision] = []
+    player.analyse(lambda d: seen.append(d) is None, threading.Event(), simulations=100)
+    assert sum(d.simulations for d in seen) == 100
+    stop = threading.Event()
+    stop.set()
+    assert player.analyse(lambda d: True, stop).simulations < FIRST_ANALYSIS_SEARCH
+    start = time.perf_counter()
+    player.analyse(lambda d: True, threading.Event(), time=0.3, interval=0.05)
+    assert time.perf_counter() - start < 2.0
+    calls: list[Decision] = []
+    reactive = player.analyse(lambda d: calls.append(d) is None, threading.Event(), PlayOptions(mode="reactive"))
+    assert calls == [reactive] and reactive.simulations == 0
+
+
+def test_candidates_restrict_the_choice_not_the_search(player: Player) -> None:
+    free = player.decide(PlayOptions(simulations=32))
+    other = 1 - free.action
+    restricted = player.decide(PlayOptions(simulations=32, candidates=(other,)))
+    assert restricted.action == other and [m.action for m in restricted.top_moves] == [other]
+    assert restricted.pv[0] == restricted.move and restricted.result.visits.sum() == 32
+
+
+def test_ponder_move_depth_and_seldepth(player: Player) -> None:
+    searched = player.decide(PlayOptions(simulations=32))
+    assert searched.ponder == searched.pv[1] and searched.depth == len(searched.pv)
+    assert searched.seldepth >= searched.depth and searched.visits == 33
+    assert player.decide(PlayOptions(mode="reactive")).ponder is None  # no tree, no network call
+    reactive = player.decide(PlayOptions(mode="reactive", ponder=True))
+    assert reactive.ponder in ("+1", "+2") and reactive.seldepth == 1 and reactive.visits == 0
+    for action in (1, 1, 1):
+        player.play(action)
+    assert player.decide(PlayOptions(simulations=8, ponder=True)).ponder is None  # the move wins
+
+
+# --- resigning ---------------------------------------------------------------------------------
+
+
+def test_resign_after_consecutive_lost_moves_only() -> None:
+    tracker = ResignTracker(lost_value=-0.9, moves=2)
+    assert [tracker.should_resign(v) for v in (-0.95, 0.0, -0.9, -1.0)] == [False, False, False, True]
+    never = ResignTracker.from_winrate(0.0, moves=1)
+    assert not any(never.should_resign(-1.0) for _ in range(5))
+    gtp = ResignTracker.from_winrate(0.05, moves=1)
+    assert gtp.should_resign(-0.95) and not gtp.should_resign(-0.8)
+
+
+# --- model metadata without a runtime session --------------------------------------------------
+
+
+def test_model_info_is_read_without_onnx_runtime(untrained_model, monkeypatch, tmp_path: Path) -> None:
+    path = untrained_model("countup")
+    session_info = OnnxEvaluator(path).info
+    monkeypatch.setattr(onnxruntime, "InferenceSession", None)  # any session would fail now
+    assert read_model_info(path) == session_info
+    assert session_info.game == "countup" and session_info.has_action_values
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\xff" * 64)
+    with pytest.raises(ModelFormatError, match="not an ONNX model"):
+        read_model_info(junk)
+    with pytest.raises(FileNotFoundError):
+        read_model_info(tmp_path / "missing.onnx")
+
+
+def test_importing_the_search_does_no_work() -> None:
+    code = "import engine.search.gumbel as g; print(g.warm_up.cache_info().currsize)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0"

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import engine.games
 from engine.games.base import State
 from engine.search import GumbelConfig, SearchLimits, SearchResult, search
+from engine.search.gumbel import warm_up
 from engine.search.tree import Forest
 from search_fakes import PathState, ScriptedEvaluator, TreeGame, WideGame
 
@@ -278,6 +279,13 @@ BATCH_DELAY = 0.02
 SLACK = 0.15  # bookkeeping of one batch on a loaded 2-core machine
 
 
+@pytest.fixture(autouse=True)
+def kernels_loaded() -> None:
+    """The compiled kernels are loaded before a timed search starts, as a `Player` loads them
+    when it is made; whichever test runs first must not charge their loading to its budget."""
+    warm_up()
+
+
 def test_time_budget_is_respected_within_one_batch() -> None:
     game = WideGame(num_actions=20, depth=8)
     evaluator = pseudo_random_evaluator(game, delay=BATCH_DELAY)
@@ -368,3 +376,29 @@ def test_a_tree_from_another_position_is_refused() -> None:
     tree = result.tree.advance([result.action])
     with pytest.raises(ValueError, match="another position"):
         search(game.initial_state().play((result.action + 1) % 20), evaluator, SearchLimits(simulations=8), trees=tree)
+
+
+def test_tree_depth_and_policy_action_of_a_subtree() -> None:
+    game = WideGame(num_actions=20, depth=8)
+    result = search(game.initial_state(), pseudo_random_evaluator(game), SearchLimits(simulations=200),
+                    rng=np.random.default_rng(4))
+    tree = result.tree
+    forest = tree.forest
+
+    def plies(node: int) -> int:  # from the forest's root, by the parent links
+        return 0 if forest.parent[node] < 0 else 1 + plies(int(forest.parent[node]))
+
+    assert tree.depth() == max(plies(n) for n in range(forest.num_nodes)) >= len(result.pv)
+    below = tree.advance(result.pv[:1])
+    reachable = [n for n in range(forest.num_nodes) if below.node in _ancestors(forest, n)]
+    assert below.depth() == max(plies(n) for n in reachable) - 1
+    edges = forest.children(below.node)
+    assert below.policy_action() == int(forest.action[edges][np.argmax(forest.prior[edges])])
+
+
+def _ancestors(forest: Forest, node: int) -> list[int]:
+    """``node`` and the nodes above it."""
+    line = [node]
+    while forest.parent[line[-1]] >= 0:
+        line.append(int(forest.parent[line[-1]]))
+    return line

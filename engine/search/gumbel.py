@@ -24,12 +24,13 @@ among the actions most visited so far (with no simulation at all, that is the Gu
 action, i.e. the policy's argmax when the Gumbel scale is 0); the root position itself is
 always evaluated first, even when the stop flag is already set.
 
-Importing this module runs a tiny search (`warm_up`) so that loading the compiled kernels is
-not charged to the first real search's time budget.
+Loading the compiled kernels takes a moment at their first call; `warm_up` pays it outside
+any time budget (a `engine.player.Player` calls it when it is made).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import overload
@@ -341,12 +342,13 @@ class _UniformEvaluator:
         return Evaluation(*apply_legal_mask(zeros, zeros, masks), None)
 
 
+@functools.cache
 def warm_up() -> None:
     """Load the compiled kernels now rather than inside the first search's time budget.
 
     Numba loads each cached kernel at its first call (about 0.4 s for all of them, more when
     they must be compiled), which would otherwise be charged to the first move's clock.  Runs
-    once when this module is imported.
+    a tiny search once per process; later calls return at once.
     """
     game = CountUpGame(target=5, max_step=3)
     evaluator = _UniformEvaluator(game)
@@ -356,6 +358,3 @@ def warm_up() -> None:
     assert again.tree is not None
     nothing = np.empty(0, dtype=np.int32)
     release_all(again.tree.forest.arrays, nothing, nothing)
-
-
-warm_up()

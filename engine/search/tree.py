@@ -147,10 +147,10 @@ class Forest:
         order = _subtree_nodes(source.first_edge, source.num_edges, source.child, root)
         node_map = np.full(source.num_nodes, -1, dtype=np.int32)
         node_map[order] = np.arange(self.num_nodes, self.num_nodes + order.size, dtype=np.int32)
+        edge_rows = source.edge_rows(order)
         counts = source.num_edges[order]
-        total = int(counts.sum())
+        total = edge_rows.size
         offsets = np.cumsum(counts) - counts
-        edge_rows = np.repeat(source.first_edge[order] - offsets, counts) + np.arange(total)
         edge_map = np.full(source.num_edges_used, -1, dtype=np.int32)
         edge_map[edge_rows] = np.arange(self.num_edges_used, self.num_edges_used + total, dtype=np.int32)
 
@@ -177,6 +177,12 @@ class Forest:
         """Edge rows of ``node``'s children."""
         start = int(self.first_edge[node])
         return slice(start, start + int(self.num_edges[node]))
+
+    def edge_rows(self, nodes: np.ndarray) -> np.ndarray:
+        """Edge rows of the children of all ``nodes``, node by node, in one array."""
+        counts = self.num_edges[nodes]
+        offsets = np.cumsum(counts) - counts
+        return np.repeat(self.first_edge[nodes] - offsets, counts) + np.arange(int(counts.sum()))
 
     def _new_nodes(self, states: Sequence[State], parents: np.ndarray, parent_edges: np.ndarray) -> np.ndarray:
         self.reserve(len(states), 0)
@@ -224,6 +230,24 @@ class SearchTree:
         forest = self.forest
         edges = forest.children(self.node)
         return {int(a): int(n) for a, n in zip(forest.action[edges], forest.visits[edges]) if n > 0}
+
+    def depth(self) -> int:
+        """Plies from the root to the deepest node below it (UCI's ``seldepth``; 0 for a root
+        with no child expanded)."""
+        forest = self.forest
+        level, plies = np.array([self.node]), 0
+        while True:
+            children = forest.child[forest.edge_rows(level)]
+            level = children[children >= 0]
+            if level.size == 0:
+                return plies
+            plies += 1
+
+    def policy_action(self) -> int:
+        """The root's legal action of highest prior: the network's own choice there."""
+        forest = self.forest
+        edges = forest.children(self.node)
+        return int(forest.action[edges][int(forest.prior[edges].argmax())])
 
     def principal_variation(self, first: int | None = None) -> list[int]:
         """The most-visited line from the root; with ``first``, the line that starts with it.
