@@ -15,7 +15,8 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   position with that colour to move, so the superko history and the record before it are
   forgotten (the rules have no way to express such a sequence).
 * **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
-  rate below `resign_threshold`, genmove answers ``resign`` (0 disables resigning).
+  rate at or below `resign_threshold`, genmove answers ``resign`` (0 disables resigning; the
+  rule is the engine's `ResignTracker`, shared with the lichess bridge).
 * **Dead stones.**  GNU Go, Pachi, KGS and human referees remove dead stones before they
   count.  A model with an ownership head judges them the same way: a chain whose mean
   predicted ownership is its opponent's is dead (`go_board.dead_stones`), and the *judged*
@@ -40,11 +41,12 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   ownership head calls dead; without that head, the Tromp-Taylor area score with every stone
   counted alive (blind to dead stones, which is why the engine captures them under cleanup),
   and no stone is dead.
-* **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line every interval
-  until the next input line arrives.  Our search is planned from its budget (Sequential
-  Halving), so streaming analysis runs successive searches of one interval each on the same
-  tree (tree reuse makes each continue where the previous stopped) and prints after each; the
-  visits shown are the tree's, so they grow across searches.  The tree stops growing at
+* **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line after each search of
+  an analysis (`engine.player.Player.analyse`) until the next input line arrives.  Our search
+  is planned from its budget (Sequential Halving), so an analysis is successive searches on the
+  same tree (tree reuse makes each continue where the previous stopped), growing until one
+  takes about the command's interval, so that lines come at least that often; the visits shown
+  are the tree's, so they grow across searches.  The tree stops growing at
   `ANALYSIS_VISIT_CAP` visits (memory) and the command then waits for input.  Analysis always
   searches (also in reactive mode).  ``*-genmove_analyze`` runs the move's normal search and
   prints its analysis once before ``play <move>``.  Fields: Leela Zero's winrate and prior in
@@ -70,9 +72,17 @@ import numpy as np
 from engine.games.base import GameFormatError, IllegalMoveError
 from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from engine.games.sgf import read_sgf, result_text, write_sgf
-from engine.player import DEFAULT_WEIGHTS_DIR, Decision, PlayOptions, Player, model_path_for
+from engine.player import (
+    DEFAULT_WEIGHTS_DIR,
+    Decision,
+    PlayOptions,
+    Player,
+    ResignTracker,
+    model_path_for,
+    read_model_info,
+    write_text_atomically,
+)
 from protocols import go_board
-from engine.files import write_text_atomically
 from protocols.go_text import board_text
 from protocols.gtp_clock import GameClock, TimeSettings, gtp_float, gtp_int
 from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse, reply_head
@@ -262,7 +272,8 @@ class GtpEngine:
         self.game = state.game
         self.state = state
         self.history: list[GoState] = []  # states before each change, for `undo`
-        self._losing = {0: 0, 1: 0}
+        resign = self.config.resign_threshold, self.config.resign_moves
+        self._resign = {colour: ResignTracker.from_winrate(*resign) for colour in (0, 1)}
 
     def _commit(self, state: GoState) -> None:
         """Make ``state`` current, remembering the old one for `undo`."""
@@ -473,7 +484,7 @@ class GtpEngine:
             options = replace(options, top_moves=game.num_actions)
         decision = player.decide(options)
         self.clock.spend(colour, decision.elapsed)
-        if self._should_resign(colour, decision):
+        if self._resign[colour].should_resign(decision.value):
             return decision, None
         action = decision.action
         q = decision.result.q
@@ -497,13 +508,6 @@ class GtpEngine:
             return replace(options, mode="reactive")
         time = budget if options.time is None else min(budget, options.time)
         return replace(options, time=time)
-
-    def _should_resign(self, colour: int, decision: Decision) -> bool:
-        threshold = self.config.resign_threshold
-        if threshold <= 0:
-            return False
-        self._losing[colour] = self._losing[colour] + 1 if decision.winrate < threshold else 0
-        return self._losing[colour] >= self.config.resign_moves
 
     def _judged(self, state: GoState) -> tuple[GoState, set[int]]:
         """``state`` as a referee counts it, and the dead stones it removed (`go_board.dead_stones`
@@ -610,16 +614,15 @@ class GtpEngine:
             raise GtpError("the game is over")
         player = self.player(state)
         self._write(reply_head(cid) + "\n")
-        options = replace(
-            self.config.options, mode="search", simulations=None, time=request.interval,
-            gumbel_scale=0.0, top_moves=self.game.num_actions,
-        )
-        while not self._input_ready.is_set():
-            decision = player.decide(options, stop=self._input_ready)
+        options = replace(self.config.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)
+
+        def update(decision: Decision) -> bool:
             self._write(self._info_line(decision, style, request, player) + "\n")
-            tree = decision.result.tree
-            if tree is not None and tree.visits >= ANALYSIS_VISIT_CAP:
-                self._input_ready.wait()
+            return decision.visits < ANALYSIS_VISIT_CAP
+
+        if not self._input_ready.is_set():
+            player.analyse(update, self._input_ready, options, interval=request.interval)
+        self._input_ready.wait()  # at the visit cap, the analysis waits for input
         self._write("\n")
 
     def stream_genmove_analyze(self, cid: str, args: list[str], style: str) -> None:
@@ -669,7 +672,8 @@ class GtpEngine:
     def _info_line(self, decision: Decision, style: str, request: _AnalysisRequest, player: Player) -> str:
         """The candidate moves of a decision as one ``info move ...`` line (and KataGo's
         ``ownership`` field when asked for and the model has the head)."""
-        moves = analysis_moves(decision)
+        # Most visited in the tree first; among equal counts the facade's order (its preference).
+        moves = sorted(decision.top_moves, key=lambda m: -m.visits)
         visited = [m for m in moves if m.visits > 0]
         shown = moves[: max(len(visited), request.min_moves, 1)]
         if request.max_moves:
@@ -684,7 +688,7 @@ class GtpEngine:
                 )
             else:
                 parts.append(
-                    f"info move {m.move} visits {m.visits} utility {m.value:.6f} winrate {m.winrate:.6f} "
+                    f"info move {m.move} visits {m.visits} utility {m.q:.6f} winrate {m.winrate:.6f} "
                     f"prior {m.prior:.6f} order {order} pv {pv}"
                 )
         if style != "lz" and request.ownership:
@@ -692,32 +696,6 @@ class GtpEngine:
             if ownership is not None:
                 parts.append("ownership " + " ".join(f"{v:.6f}" for v in ownership.owner.ravel()))
         return " ".join(parts)
-
-
-@dataclass(frozen=True)
-class MoveInfo:
-    """One candidate of an analysis line."""
-
-    move: str
-    visits: int  # the tree's visits of the move (they accumulate across successive searches)
-    value: float  # searched value of the move for the side to move, [-1, 1]
-    prior: float
-    pv: list[str]
-
-    @property
-    def winrate(self) -> float:
-        return (self.value + 1.0) / 2.0
-
-
-def analysis_moves(decision: Decision) -> list[MoveInfo]:
-    """The decision's candidate moves, most visited in the tree first, each with its own PV.
-
-    Visits are the tree's (inherited ones included), so successive searches on one tree show
-    growing counts; among equal counts the facade's order (its preference) is kept.  Reactive
-    decisions (no tree) report 0 visits.
-    """
-    moves = [MoveInfo(stat.move, stat.visits, stat.q, stat.prior, stat.pv) for stat in decision.top_moves]
-    return sorted(moves, key=lambda m: -m.visits)
 
 
 def _one_arg(args: list[str]) -> str:
@@ -752,9 +730,7 @@ def _writable_file(name: str) -> str:
 
 def _model_size(path: Path) -> int:
     """Board size of a Go model file, from its metadata."""
-    from engine.network import OnnxEvaluator
-
-    info = OnnxEvaluator(path).info
+    info = read_model_info(path)
     if not info.game.startswith("go") or not info.game[2:].isdigit():
         raise ValueError(f"{path} is a model for {info.game}, not for Go")
     return int(info.game[2:])

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from engine.timecontrol import move_budget
+from engine.player import move_budget
 
 TimeSystem = Literal["none", "absolute", "canadian", "byoyomi"]
 

@@ -11,7 +11,7 @@ the GUI sends can end the process: a malformed or unknown command is answered wi
 ``info string <reason>`` and the engine keeps its state (an illegal move in ``position`` keeps
 the previous position).
 
-How a ``go`` is searched (all through `engine.player.Player.decide`):
+How a ``go`` is searched (all through `engine.player.Player.decide` and ``analyse``):
 
 * a time budget comes from ``movetime`` (minus ``Move Overhead``) and from the clock
   (``wtime``/``btime``/``winc``/``binc``/``movestogo``, see `engine.timecontrol`); with both,
@@ -20,10 +20,10 @@ How a ``go`` is searched (all through `engine.player.Player.decide`):
   search, and a ``go`` with no limit at all runs `DEFAULT_SIMULATIONS` (or ``Simulations``);
 * a limited search of up to `LONG_SEARCH` seconds (or of ``nodes``) is one Gumbel search
   planned for its budget;
-* ``depth``, ``infinite``, ``ponder`` and longer timed searches run successive searches on the
-  same tree with growing budgets (doubling until one takes about `INFO_INTERVAL` seconds),
-  printing ``info`` after each, until the PV is ``depth`` plies long, the time is up, or
-  ``stop`` / ``ponderhit`` arrive.  ``go infinite`` and ``go ponder`` never answer before
+* ``depth``, ``infinite``, ``ponder`` and longer timed searches are an analysis
+  (`engine.player.Player.analyse`): successive searches on the same tree with growing budgets
+  (doubling until one takes about `INFO_INTERVAL` seconds), printing ``info`` after each, until
+  the PV is ``depth`` plies long, the time is up, or ``stop`` / ``ponderhit`` arrive.  ``go infinite`` and ``go ponder`` never answer before
   ``stop`` / ``ponderhit``;
 * on ``ponderhit`` the budget of the ``go ponder`` clock counts from the ``go ponder`` command,
   as in Stockfish: the time spent pondering was thinking about this very move, so the engine
@@ -31,13 +31,15 @@ How a ``go`` is searched (all through `engine.player.Player.decide`):
 * ``Hash`` is the memory for the search tree in MB, as in other engines: every ``go`` stops
   growing the tree at ``Hash`` / `NODE_BYTES` simulations (a chess node keeps its position,
   about 7.5 KB), and an open-ended search then waits for ``stop``;
-* ``searchmoves`` chooses among the listed moves from the search's analysis.
+* ``searchmoves`` chooses among the listed moves from the search's analysis
+  (`engine.player.PlayOptions.candidates`).
 
 Scores: the value v in [-1, 1] of a move (its searched Q) becomes centipawns through
 `centipawns` (Leela's monotone map: a one-pawn advantage is v = 0.47) and, with
 ``UCI_ShowWDL``, a win/draw/loss estimate through `wdl`.  A PV that ends in checkmate is
 reported as ``score mate N`` (N moves, negative when the side to move is mated).
-``info depth`` is the PV length in plies and ``seldepth`` the depth of the search tree.
+``info depth`` is the PV length in plies and ``seldepth`` the depth of the search tree.  The
+``ponder`` move is the player's expected reply (`engine.player.Decision.ponder`).
 """
 
 from __future__ import annotations
@@ -46,25 +48,18 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Literal, TextIO
 
-import numpy as np
-
 import engine.games
 from engine.games.base import GameFormatError, IllegalMoveError, State
-from engine.network import default_threads
-from engine.player import Decision, MoveStat, PlayOptions, Player, model_path_for
-from engine.search.reactive import reactive
-from engine.search.tree import SearchTree
-from engine.timecontrol import move_budget
+from engine.player import Decision, PlayOptions, Player, default_threads, model_path_for, move_budget
 
 DEFAULT_SIMULATIONS = 800  # a `go` without any limit
 NODE_BYTES = 7_500  # memory of one search-tree node of chess (mostly its position)
 DEFAULT_HASH_MB = 768  # about 107 000 simulations
 MAX_SIMULATIONS = 10_000_000  # the largest Simulations setting
-FIRST_ITERATION = 64  # simulations of the first search of an open-ended `go`
 INFO_INTERVAL = 1.0  # seconds an iteration of an open-ended search aims at
 LONG_SEARCH = 5.0  # timed searches longer than this are iterated (info lines, memory cap)
 MAX_CENTIPAWNS = 12_800  # |cp| of a certain win; mate scores are reported as `mate`
@@ -236,15 +231,6 @@ class _Settings:
         """Most simulations of one ``go``: the Simulations option within the Hash memory."""
         room = max(1, self.hash_mb * 2**20 // NODE_BYTES)
         return min(self.simulations, room) if self.simulations else room
-
-
-@dataclass(frozen=True)
-class _Line:
-    """One analysed move: the ``multipv`` line of an ``info``."""
-
-    move: str
-    q: float
-    pv: list[str]
 
 
 class _Job:
@@ -548,11 +534,9 @@ class UciEngine:
         """Search, report, answer ``bestmove`` (always, even if the search failed)."""
         try:
             decision = self._search(job)
-            lines = self._lines(job, decision)
-            answer = f"bestmove {lines[0].move}"
-            ponder = _expected_reply(job, decision.result.tree, lines[0].pv)
-            if ponder is not None:
-                answer += f" ponder {ponder}"
+            answer = f"bestmove {decision.move}"
+            if decision.ponder is not None:
+                answer += f" ponder {decision.ponder}"
         except Exception as error:  # noqa: BLE001 - the GUI must get its bestmove regardless
             self._info(f"search failed: {type(error).__name__}: {error}")
             answer = "bestmove (none)"
@@ -563,7 +547,7 @@ class UciEngine:
     def _search(self, job: _Job) -> Decision:
         go = job.go
         if go.infinite or go.ponder:
-            decision = self._iterate(job, deadline=None, depth=None)
+            decision = self._analyse(job, deadline=None, depth=None)
             job.interrupt.wait()
             if job.stopped.is_set() or go.infinite:
                 return decision
@@ -572,80 +556,67 @@ class UciEngine:
                 return decision  # pondered for longer than this move's whole budget
         long_search = go.nodes is None and job.budget is not None and job.budget > LONG_SEARCH
         if go.depth is not None or job.settings.reactive or long_search:
-            return self._iterate(job, deadline=job.deadline, depth=go.depth)
+            return self._analyse(job, deadline=job.deadline, depth=go.depth)
         simulations = go.nodes if go.nodes is not None else job.settings.simulations or None
         if simulations is None and job.deadline is None:
             simulations = DEFAULT_SIMULATIONS
-        remaining = None if job.deadline is None else max(0.0, job.deadline - time.perf_counter())
-        decision = self._decide(job, None if simulations is None else min(simulations, job.settings.cap), remaining)
+        options = replace(
+            _options(job),
+            simulations=None if simulations is None else min(simulations, job.settings.cap),
+            time=None if job.deadline is None else max(0.0, job.deadline - time.perf_counter()),
+        )
+        decision = job.player.decide(options, stop=job.interrupt)
+        job.simulations += decision.simulations
         self._report(job, decision)
         return decision
 
-    def _iterate(self, job: _Job, deadline: float | None, depth: int | None) -> Decision:
+    def _analyse(self, job: _Job, deadline: float | None, depth: int | None) -> Decision:
         """Successive searches on one tree with growing budgets, reporting after each.
 
         Ends when interrupted, at ``deadline``, once the PV is ``depth`` plies long or ends the
         game, or when the simulation cap (``nodes``, ``Simulations``, ``Hash``) is spent.
         """
         cap = job.settings.cap if job.go.nodes is None else min(job.go.nodes, job.settings.cap)
-        size = FIRST_ITERATION
-        while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            began = time.perf_counter()
-            decision = self._decide(job, max(0, min(size, cap - job.simulations)), remaining)
-            took = time.perf_counter() - began
-            self._report(job, decision)
-            done = (
-                job.settings.reactive
-                or job.interrupt.is_set()
-                or job.simulations >= cap
-                or (deadline is not None and time.perf_counter() >= deadline)
-                or (depth is not None and len(decision.pv) >= depth)
-                or (depth is not None and _played_out(job.state, decision.pv).is_terminal)
-            )
-            if done:
-                return decision
-            rate = decision.simulations / max(took, 1e-3)
-            size = max(FIRST_ITERATION, min(2 * size, int(rate * INFO_INTERVAL)))
 
-    def _decide(self, job: _Job, simulations: int | None, seconds: float | None) -> Decision:
-        settings = job.settings
-        top = len(job.state.legal_actions()) if job.go.searchmoves else settings.multipv
-        if settings.reactive:
-            options = PlayOptions(mode="reactive", top_moves=top)
-        else:
-            options = PlayOptions(mode="search", simulations=simulations, time=seconds, top_moves=top)
-        decision = job.player.decide(options, stop=job.interrupt)
-        job.simulations += decision.simulations
-        return decision
+        def update(decision: Decision) -> bool:
+            job.simulations += decision.simulations
+            self._report(job, decision)
+            return depth is None or (decision.depth < depth and not _played_out(job.state, decision.pv).is_terminal)
+
+        return job.player.analyse(
+            update, job.interrupt, _options(job),
+            simulations=max(0, cap - job.simulations),
+            time=None if deadline is None else max(0.0, deadline - time.perf_counter()),
+            interval=INFO_INTERVAL,
+        )
 
     # --- reporting -----------------------------------------------------------------------------
 
-    def _lines(self, job: _Job, decision: Decision) -> list[_Line]:
-        """The analysed moves to report, best first (the player lists the chosen move first).
-
-        With ``searchmoves`` only those moves are candidates.
-        """
-        stats: list[MoveStat] = list(decision.top_moves)
-        allowed = set(job.go.searchmoves)
-        if allowed:
-            stats = [s for s in stats if s.action in allowed] or stats
-        return [_Line(stat.move, stat.q, stat.pv) for stat in stats[: job.settings.multipv]]
-
     def _report(self, job: _Job, decision: Decision) -> None:
+        """One ``info`` line per analysed move, best first (``multipv`` of them)."""
         elapsed = time.perf_counter() - job.start
         nodes = job.simulations
-        seldepth = _tree_depth(decision.result.tree)
-        for rank, line in enumerate(self._lines(job, decision), start=1):
+        for rank, line in enumerate(decision.top_moves, start=1):
             mate = _mate_in(job.state, line.pv)
             score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q)}"
             if job.settings.show_wdl:
                 score += " wdl {} {} {}".format(*wdl(line.q))
             self._send(
-                f"info depth {len(line.pv)} seldepth {max(seldepth, len(line.pv))} multipv {rank} "
+                f"info depth {len(line.pv)} seldepth {max(decision.seldepth, len(line.pv))} multipv {rank} "
                 f"score {score} nodes {nodes} nps {int(nodes / max(elapsed, 1e-3))} "
                 f"time {int(elapsed * 1000)} pv {' '.join(line.pv)}"
             )
+
+
+def _options(job: _Job) -> PlayOptions:
+    """How each search of ``job`` decides (its budget is set where it runs)."""
+    settings = job.settings
+    return PlayOptions(
+        mode="reactive" if settings.reactive else "search",
+        top_moves=settings.multipv,
+        candidates=tuple(job.go.searchmoves),
+        ponder=settings.ponder,
+    )
 
 
 def _time_budget(go: GoCommand, to_play: int, overhead: float) -> float | None:
@@ -675,44 +646,3 @@ def _mate_in(state: State, pv: list[str]) -> int | None:
         return None
     moves = (len(pv) + 1) // 2
     return moves if end.reward_for(state.to_play) > 0 else -moves
-
-
-def _expected_reply(job: _Job, tree: SearchTree | None, pv: list[str]) -> str | None:
-    """The move to ponder on, or None.
-
-    The PV's second move; after a search too short to have one, the policy's favourite reply,
-    read from the tree if the search evaluated that position, else (only when the GUI ponders,
-    since it costs a network evaluation) from a reactive evaluation.
-    """
-    if len(pv) > 1:
-        return pv[1]
-    game = job.state.game
-    action = game.text_to_action(job.state, pv[0])
-    after = job.state.play(action)
-    if after.is_terminal:
-        return None
-    node = tree.advance([action]) if tree is not None else None
-    if node is not None:
-        forest = node.forest
-        edges = forest.children(node.node)
-        reply = int(forest.action[edges][int(forest.prior[edges].argmax())])
-    elif job.settings.ponder:
-        reply = reactive(after, job.player.evaluator).action
-    else:
-        return None
-    return game.action_to_text(after, reply)
-
-
-def _tree_depth(tree: SearchTree | None) -> int:
-    """Plies from the root to the deepest node of a searched tree (0 without a tree)."""
-    if tree is None:
-        return 0
-    forest = tree.forest
-    parent = forest.parent[: forest.num_nodes]
-    has_parent = parent >= 0
-    depth = np.zeros(parent.size, dtype=np.int64)
-    while True:
-        deeper = np.where(has_parent, depth[parent] + 1, 0)
-        if np.array_equal(deeper, depth):
-            return int(depth.max()) if depth.size else 0
-        depth = deeper

@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="count every stone alive at the end even with a model that has an ownership "
                         "head (the engine's judgement before that head; for comparisons)")
     parser.add_argument("--resign-threshold", type=float, default=0.05,
-                        help="resign below this win rate ... (0 never resigns; default: 0.05)")
+                        help="resign at or below this win rate ... (0 never resigns; default: 0.05)")
     parser.add_argument("--resign-moves", type=int, default=3,
                         help="... for this many consecutive own moves (default: 3)")
     parser.add_argument("--time-margin", type=float, default=0.2,
