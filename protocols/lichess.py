@@ -1,44 +1,31 @@
-"""lichess bot bridge: the Bot API's event and game streams in, `Player` decisions out.
+"""lichess bot bridge: the account's events and each game's stream in, `Player` decisions out.
 
-A bot author hands this bridge a real account token, so it is written to be trusted:
+The network side is `protocols.lichess_client` (one method per Bot API endpoint, the token,
+rate limits and retries); this module is the bot's conduct on top of it:
 
-* the token lives in one header of one HTTP client; it is never logged, and every error text
-  that could echo a request or a response goes through `redact` first;
-* the account's event stream (challenges, game starts) and each game's stream are NDJSON over
-  long-lived HTTP responses that lichess drops at will; every stream is reopened with
-  exponential backoff and every game resumes from the full state lichess sends on reconnection
-  (``gameFull``).  A move is sent only when the move list says it is our turn and we have not
-  already answered that very list, so a reconnection never makes a move twice or loses one;
-* an HTTP 429 silences *all* requests of the bridge for at least a minute (lichess's rule);
-  a 5xx or a transport error is retried with backoff;
+* every stream is reopened with exponential backoff when lichess drops it, and every game
+  resumes from the full state lichess sends on reconnection (``gameFull``).  A move is sent
+  only when the move list says it is our turn and we have not already answered that very
+  list, so a reconnection never makes a move twice or loses one;
 * each game runs in its own thread with its own `Player` (the position and search tree are
   per game); the number of games is bounded by ``max_games``, extra challenges are declined
   with ``later``;
 * on shutdown the games in progress are finished or resigned, as configured.
-
-Endpoints used (https://lichess.org/api): ``GET /api/account``, ``GET /api/account/playing``,
-``GET /api/stream/event``, ``POST /api/challenge/{id}/accept|decline``,
-``GET /api/bot/game/stream/{id}``, ``POST /api/bot/game/{id}/move/{uci}``, ``.../chat``,
-``.../abort``, ``.../resign``, ``.../draw/{yes|no}``, ``.../takeback/{yes|no}``,
-``.../claim-victory``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import httpx
-
 import engine.games
-from engine.games.base import State
+from engine.games.base import Setup, State
 from engine.player import PlayOptions, Player
 from engine.timecontrol import move_budget
+from protocols.lichess_client import LichessClient, LichessError, StreamDropped
 from protocols.lichess_config import BotConfig, ChallengePolicy
 
 log = logging.getLogger("klent.lichess")
@@ -46,142 +33,6 @@ log = logging.getLogger("klent.lichess")
 FINISHED = {"aborted", "mate", "resign", "stalemate", "timeout", "draw", "outoftime", "cheat",
             "noStart", "unknownFinish", "variantEnd"}
 STARTPOS = "startpos"
-
-
-class LichessError(Exception):
-    """A request lichess refused (4xx other than 429), or retries exhausted; text is redacted."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class StreamDropped(Exception):
-    """A stream ended or broke before its natural end: reconnect."""
-
-
-def redact(text: str, secret: str) -> str:
-    """``text`` with every occurrence of ``secret`` masked (error texts may echo headers)."""
-    return text.replace(secret, "<token>") if secret else text
-
-
-class LichessClient:
-    """HTTP calls to lichess with the bridge's fault policy (429 gate, 5xx retries, redaction).
-
-    ``sleep`` is how the client waits out a 429 and between retries; tests replace it to check
-    the requested waits without spending them.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        config: BotConfig,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self._token = token
-        self._network = config.network
-        self._sleep = sleep
-        self._gate = threading.Lock()  # held while waiting out a 429: every request queues on it
-        timeout = httpx.Timeout(connect=10.0, read=self._network.timeout, write=10.0, pool=None)
-        self._http = httpx.Client(
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": "klent-lichess-bridge"},
-            timeout=timeout,
-        )
-
-    def __repr__(self) -> str:
-        return f"LichessClient({self._http.base_url!s})"
-
-    def close(self) -> None:
-        self._http.close()
-
-    def get(self, path: str) -> Any:
-        return self.request("GET", path)
-
-    def post(self, path: str, data: dict[str, str] | None = None) -> Any:
-        return self.request("POST", path, data)
-
-    def request(self, method: str, path: str, data: dict[str, str] | None = None) -> Any:
-        """JSON answer of one request, after waiting out 429s and retrying 5xx/transport faults."""
-        delay = self._network.backoff_base
-        last = ""
-        for _ in range(self._network.retries):
-            self._wait_gate()
-            try:
-                response = self._http.request(method, path, data=data)
-            except httpx.TransportError as error:
-                last = f"{type(error).__name__}: {error}"
-            else:
-                if response.status_code == 429:
-                    self._rate_limited(f"{method} {path}")
-                    continue
-                if response.status_code < 500:
-                    return self._json(response, method, path)
-                last = f"HTTP {response.status_code}"
-            log.warning("%s %s failed (%s); retrying in %.1f s", method, path, self.redact(last), delay)
-            self._sleep(delay)
-            delay = min(2 * delay, self._network.backoff_max)
-        raise LichessError(self.redact(f"{method} {path}: gave up after {self._network.retries} attempts: {last}"))
-
-    @contextmanager
-    def stream(self, path: str) -> Iterator[Iterator[dict[str, Any] | None]]:
-        """Open an NDJSON stream: yields an iterator of events, None for each keep-alive line.
-
-        Raises `StreamDropped` when the stream cannot be opened for a passing reason (429,
-        5xx, transport error) or breaks while read, `LichessError` on a refusal (4xx).
-        """
-        self._wait_gate()
-        try:
-            with self._http.stream("GET", path) as response:
-                if response.status_code == 429:
-                    self._rate_limited(f"GET {path}")
-                    raise StreamDropped(f"GET {path}: HTTP 429")
-                if response.status_code >= 500:
-                    raise StreamDropped(f"GET {path}: HTTP {response.status_code}")
-                if response.status_code >= 400:
-                    response.read()
-                    raise self._refusal(response, "GET", path)
-                yield self._events(response)
-        except httpx.TransportError as error:
-            raise StreamDropped(self.redact(f"GET {path}: {type(error).__name__}: {error}")) from None
-
-    def redact(self, text: str) -> str:
-        return redact(text, self._token)
-
-    def _events(self, response: httpx.Response) -> Iterator[dict[str, Any] | None]:
-        for line in response.iter_lines():
-            line = line.strip()
-            if not line:
-                yield None
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                log.warning("ignoring a malformed stream line: %s", self.redact(line[:200]))
-
-    def _wait_gate(self) -> None:
-        with self._gate:
-            pass
-
-    def _rate_limited(self, what: str) -> None:
-        wait = self._network.rate_limit_wait
-        log.warning("%s: HTTP 429 (rate limited); pausing all requests for %.0f s", what, wait)
-        with self._gate:
-            self._sleep(wait)
-
-    def _json(self, response: httpx.Response, method: str, path: str) -> Any:
-        if response.status_code >= 400:
-            raise self._refusal(response, method, path)
-        try:
-            return response.json()
-        except ValueError:
-            return {}
-
-    def _refusal(self, response: httpx.Response, method: str, path: str) -> LichessError:
-        body = response.text[:300].replace("\n", " ")
-        message = f"{method} {path}: HTTP {response.status_code}: {body}"
-        return LichessError(self.redact(message), status=response.status_code)
 
 
 def decline_reason(
@@ -247,7 +98,7 @@ class GameRunner:
         try:
             while not self.finished.is_set():
                 try:
-                    with self.bot.client.stream(f"/api/bot/game/stream/{self.game_id}") as events:
+                    with self.bot.client.game_stream(self.game_id) as events:
                         for event in events:
                             delay = self.config.network.backoff_base
                             if event is not None:
@@ -265,7 +116,8 @@ class GameRunner:
         except LichessError as error:
             log.error("game %s: %s", self.game_id, error)
         except Exception as error:  # a game thread must not die silently
-            log.error("game %s: unexpected %s: %s", self.game_id, type(error).__name__, self.bot.client.redact(str(error)))
+            reason = self.bot.client.redact(str(error))
+            log.error("game %s: unexpected %s: %s", self.game_id, type(error).__name__, reason)
         finally:
             self.finished.set()
             self.bot.game_ended(self.game_id)
@@ -277,7 +129,8 @@ class GameRunner:
         elif kind == "gameState":
             self._game_state(event)
         elif kind == "chatLine":
-            log.info("game %s chat [%s] %s: %s", self.game_id, event.get("room"), event.get("username"), event.get("text"))
+            room, user, text = event.get("room"), event.get("username"), event.get("text")
+            log.info("game %s chat [%s] %s: %s", self.game_id, room, user, text)
         elif kind == "opponentGone":
             self._opponent_gone(event)
 
@@ -286,7 +139,7 @@ class GameRunner:
         fen = event.get("initialFen") or STARTPOS
         if self._initial is None or fen != self._initial_fen:
             game = self.bot.game
-            self._initial = game.initial_state() if fen == STARTPOS else game.from_fen(fen)
+            self._initial = game.start_state(Setup(fen=None if fen == STARTPOS else fen))
             self._initial_fen = fen
             self._actions, self._moves = [], []
             self._player = self.bot.make_player()
@@ -346,12 +199,14 @@ class GameRunner:
         """Answer the opponent's draw or takeback offer; True if that ended our business here."""
         them = "b" if self._white else "w"
         policy = self.config.game
-        for offer, accept in (("draw", policy.accept_draws), ("takeback", policy.accept_takebacks)):
+        client = self.bot.client
+        offers = (("draw", policy.accept_draws, client.answer_draw),
+                  ("takeback", policy.accept_takebacks, client.answer_takeback))
+        for offer, accept, answer in offers:
             if state.get(f"{them}{offer}") and (offer, len(self._moves)) not in self._offers_answered:
                 self._offers_answered.add((offer, len(self._moves)))
-                answer = "yes" if accept else "no"
-                log.info("game %s: %s offer from the opponent: %s", self.game_id, offer, answer)
-                self._post(f"/api/bot/game/{self.game_id}/{offer}/{answer}")
+                log.info("game %s: %s offer from the opponent: %s", self.game_id, offer, "yes" if accept else "no")
+                self._send(answer, accept)
                 if accept:
                     return True
         return False
@@ -373,19 +228,20 @@ class GameRunner:
         policy = self.config.game
         self._lost_evaluations = self._lost_evaluations + 1 if decision.value <= policy.resign_value else 0
         if policy.resign_moves and self._lost_evaluations >= policy.resign_moves:
-            log.info("game %s: resigning (value %.3f for %d moves)", self.game_id, decision.value, self._lost_evaluations)
-            self._post(f"/api/bot/game/{self.game_id}/resign")
+            lost = self._lost_evaluations
+            log.info("game %s: resigning (value %.3f for %d moves)", self.game_id, decision.value, lost)
+            self._send(self.bot.client.resign)
             return
         log.info("game %s: move %d %s (value %+.3f, %d simulations, %.2f s)", self.game_id,
                  len(self._moves) + 1, decision.move, decision.value, decision.simulations, decision.elapsed)
-        if not self._post(f"/api/bot/game/{self.game_id}/move/{decision.move}"):
+        if not self._send(self.bot.client.move, decision.move):
             self._answered = None  # refused: answer again when lichess next shows the position
 
     def _opponent_gone(self, event: dict[str, Any]) -> None:
         seconds = event.get("claimWinInSeconds")
         log.info("game %s: opponent gone=%s (claim in %s s)", self.game_id, event.get("gone"), seconds)
         if event.get("gone") and seconds == 0:
-            self._post(f"/api/bot/game/{self.game_id}/claim-victory")
+            self._send(self.bot.client.claim_victory)
 
     def _check_idle(self) -> bool:
         """Abort a game whose opponent never made a first move; resign on a forced shutdown."""
@@ -393,25 +249,28 @@ class GameRunner:
             self._resign_for_shutdown()
             return True
         first_moves = self._initial is not None and len(self._moves) < 2 and not self._our_turn()
-        if first_moves and time.monotonic() - self._last_change > self.config.game.abort_after:
-            log.info("game %s: the opponent did not move for %.0f s; aborting", self.game_id, self.config.game.abort_after)
-            self._post(f"/api/bot/game/{self.game_id}/abort")
+        wait = self.config.game.abort_after
+        if first_moves and time.monotonic() - self._last_change > wait:
+            log.info("game %s: the opponent did not move for %.0f s; aborting", self.game_id, wait)
+            self._send(self.bot.client.abort)
             self._last_change = time.monotonic()
         return False
 
     def _resign_for_shutdown(self) -> None:
-        action = "abort" if len(self._moves) < 2 else "resign"
-        log.info("game %s: shutting down: %s", self.game_id, action)
-        self._post(f"/api/bot/game/{self.game_id}/{action}")
+        early = len(self._moves) < 2
+        log.info("game %s: shutting down: %s", self.game_id, "abort" if early else "resign")
+        client = self.bot.client
+        self._send(client.abort if early else client.resign)
         self.finished.set()
 
     def chat(self, text: str) -> None:
-        self._post(f"/api/bot/game/{self.game_id}/chat", {"room": "player", "text": text})
+        self._send(self.bot.client.chat, text)
 
-    def _post(self, path: str, data: dict[str, str] | None = None) -> bool:
-        """A game action; a refusal (e.g. the game just ended) is logged, not fatal."""
+    def _send(self, action: Callable[..., None], *args: Any) -> bool:
+        """A game action: a client method, called with this game's id and ``args``.  A refusal
+        (e.g. the game just ended) is logged, not fatal."""
         try:
-            self.bot.client.post(path, data)
+            action(self.game_id, *args)
             return True
         except LichessError as error:
             log.warning("game %s: %s", self.game_id, error)
@@ -456,11 +315,11 @@ class Bot:
 
     def run(self) -> None:
         """Play until `stop` is called, then finish or resign the games in progress."""
-        account = self.client.get("/api/account")
+        account = self.client.account()
         self.user_id = str(account.get("id", "")).lower()
         self.user_name = str(account.get("username", self.user_id))
         log.info("connected to %s as %s", self.config.base_url, self.user_name)
-        for game in self.client.get("/api/account/playing").get("nowPlaying", []):
+        for game in self.client.playing():
             self._start_game(str(game.get("gameId") or game.get("id")), resumed=True)
         events = threading.Thread(target=self._event_loop, name="lichess-events", daemon=True)
         events.start()
@@ -482,7 +341,7 @@ class Bot:
         delay = self.config.network.backoff_base
         while not self.stopping.is_set():
             try:
-                with self.client.stream("/api/stream/event") as events:
+                with self.client.event_stream() as events:
                     for event in events:
                         delay = self.config.network.backoff_base
                         if self.stopping.is_set():
@@ -526,7 +385,7 @@ class Bot:
         if reason is None:
             log.info("accepting challenge %s from %s", challenge_id, challenger)
             try:
-                self.client.post(f"/api/challenge/{challenge_id}/accept")
+                self.client.accept_challenge(challenge_id)
             except LichessError as error:
                 log.warning("challenge %s: %s", challenge_id, error)
                 with self._lock:
@@ -534,7 +393,7 @@ class Bot:
         else:
             log.info("declining challenge %s from %s: %s", challenge_id, challenger, reason)
             try:
-                self.client.post(f"/api/challenge/{challenge_id}/decline", {"reason": reason})
+                self.client.decline_challenge(challenge_id, reason)
             except LichessError as error:
                 log.warning("challenge %s: %s", challenge_id, error)
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from protocols.lichess import Bot, decline_reason, redact
+from protocols.lichess import Bot, decline_reason
+from protocols.lichess_client import ENDPOINTS, LichessClient, redact
 from protocols.lichess_config import ChallengePolicy, config_from_dict, load_config
 from fake_lichess import FakeLichess, FirstLegal, StockfishOpponent
 
@@ -132,6 +133,13 @@ def test_decline_reasons_for_players_and_lists():
     assert decline_reason({**human, "rated": False}, ChallengePolicy(accept_casual=False), busy=False) == "rated"
     assert decline_reason(human, ChallengePolicy(allow_list=("bob",)), busy=False) == "generic"
     assert decline_reason(human, ChallengePolicy(block_list=("alice",)), busy=False) == "generic"
+
+
+def test_one_client_method_per_endpoint_and_ids_stay_in_their_path_segment():
+    assert all(callable(getattr(LichessClient, name, None)) for name in ENDPOINTS)
+    assert LichessClient._route("move", {"game_id": "../account", "move": "e7e8q"}) == (
+        "POST", "/api/bot/game/..%2Faccount/move/e7e8q"
+    )
 
 
 def test_reconnection_after_dropped_game_streams_loses_and_repeats_no_move(fake, model):

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from protocols.lichess import Bot, LichessError
+    from protocols.lichess import Bot
+    from protocols.lichess_client import LichessError
     from protocols.lichess_config import TOKEN_VARIABLE, load_config
 
     if not Path(args.config).is_file():
