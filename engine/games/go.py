@@ -149,7 +149,8 @@ class GoState(State):
         if action == game.pass_action:
             hist = np.concatenate((self._hist[:1], self._hist[:-1]))
             passes = self._passes + 1
-            return GoState(game, hist, self._seen, self._hash, 1 - self._to_play, self._move_number + 1, passes, self, action)
+            number = self._move_number + 1
+            return GoState(game, hist, self._seen, self._hash, 1 - self._to_play, number, passes, self, action)
         hist = np.empty_like(self._hist)
         seen = np.empty(self._seen.shape[0] + 1, dtype=np.int64)
         color = 1 if self._to_play == 0 else -1
@@ -317,9 +318,9 @@ class GoGame(Game):
                 board[point] = color
         if to_play not in (0, 1):
             raise ValueError(f"to_play must be 0 (Black) or 1 (White), not {to_play!r}")
-        for point in np.flatnonzero(board):
-            if not self._has_liberty(board, int(point)):
-                raise GameFormatError(f"set-up group at {self.vertex(int(point))} has no liberty")
+        for stone in np.flatnonzero(board):
+            if not self._has_liberty(board, int(stone)):
+                raise GameFormatError(f"set-up group at {self.vertex(int(stone))} has no liberty")
         hist = np.zeros((k.HISTORY, n), dtype=np.int8)
         hist[0] = board
         position_hash = int(k.board_hash(board, self._zob))
