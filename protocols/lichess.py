@@ -23,8 +23,7 @@ from typing import Any
 
 import engine.games
 from engine.games.base import Setup, State
-from engine.player import PlayOptions, Player
-from engine.timecontrol import move_budget
+from engine.player import PlayOptions, Player, ResignTracker, move_budget
 from protocols.lichess_client import LichessClient, LichessError, StreamDropped
 from protocols.lichess_config import BotConfig, ChallengePolicy
 
@@ -86,7 +85,7 @@ class GameRunner:
         self._moves: list[str] = []
         self._answered: int | None = None  # length of the move list we last answered
         self._offers_answered: set[tuple[str, int]] = set()
-        self._lost_evaluations = 0
+        self._resign = ResignTracker(self.config.game.resign_value, self.config.game.resign_moves)
         self._greeted = False
         self._last_change = time.monotonic()
 
@@ -225,10 +224,8 @@ class GameRunner:
             options = PlayOptions(mode="search", simulations=settings.simulations, time=budget)
         decision = self._player.decide(options)
         self._answered = len(self._moves)
-        policy = self.config.game
-        self._lost_evaluations = self._lost_evaluations + 1 if decision.value <= policy.resign_value else 0
-        if policy.resign_moves and self._lost_evaluations >= policy.resign_moves:
-            lost = self._lost_evaluations
+        if self._resign.should_resign(decision.value):
+            lost = self._resign.lost
             log.info("game %s: resigning (value %.3f for %d moves)", self.game_id, decision.value, lost)
             self._send(self.bot.client.resign)
             return
