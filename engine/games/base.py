@@ -3,7 +3,10 @@
 A `Game` knows the rules, the size of the action space, the observation shape and the move
 notation; a `State` is an immutable position (``play`` returns a new state).  Search,
 self-play, the protocols and the server only ever talk to games through this module, so a new
-game is playable everywhere once it implements these two classes.
+game is playable everywhere once it implements these two classes.  That includes how positions
+are written: a game starts a record from the notations it reads (`Setup`: FEN, SGF, komi;
+`start_state`) and names its players, results and board (`player_names`, `result_text`,
+`board_rows`, `fen`), so that the server and the protocols need no per-game code.
 
 Values and outcomes follow one convention throughout klent: player 0 moves first (Black in Go,
 White in chess); ``State.outcome()`` is from player 0's view (+1 win, 0 draw, -1 loss).
@@ -126,6 +129,8 @@ class Game(ABC):
     setup_fields: tuple[str, ...] = ()
     # What the players are called, player 0 (who moves first) first.
     player_names: tuple[str, str] = ("black", "white")
+    # `result_text` of a finished game that player 0 won, drew, lost.
+    result_names: tuple[str, str, str] = ("first player wins", "draw", "second player wins")
     # When actions are laid out point-major over the observation's board (action = point *
     # planes + plane, point = row * width + column), their number of planes: a network may
     # then emit actions as convolution planes (chess: 73).  None: no such layout (Go's pass).
@@ -185,7 +190,7 @@ class Game(ABC):
         if not state.is_terminal:
             return None
         outcome = state.outcome()
-        return "first player wins" if outcome > 0 else "second player wins" if outcome < 0 else "draw"
+        return self.result_names[0 if outcome > 0 else 2 if outcome < 0 else 1]
 
     def board_rows(self, state: State) -> list[str]:
         """The board as text rows from the top, one character per point, for clients that draw
@@ -216,6 +221,7 @@ class FenGame(Game):
 
     setup_fields = ("fen",)
     player_names = ("white", "black")
+    result_names = ("1-0", "1/2-1/2", "0-1")
 
     @abstractmethod
     def from_fen(self, fen: str) -> State:
@@ -232,9 +238,3 @@ class FenGame(Game):
             return self.from_fen(setup.fen)
         except GameFormatError as error:
             raise SetupError("fen", str(error)) from None
-
-    def result_text(self, state: State) -> str | None:
-        if not state.is_terminal:
-            return None
-        outcome = state.outcome()
-        return "1-0" if outcome > 0 else "0-1" if outcome < 0 else "1/2-1/2"
