@@ -63,9 +63,10 @@ import os
 import queue
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO, Callable, TextIO
+from typing import BinaryIO, TextIO
 
 import numpy as np
 
@@ -75,8 +76,8 @@ from engine.games.sgf import read_sgf, result_text, write_sgf
 from engine.player import (
     DEFAULT_WEIGHTS_DIR,
     Decision,
-    PlayOptions,
     Player,
+    PlayOptions,
     ResignTracker,
     model_path_for,
     read_model_info,

@@ -23,8 +23,8 @@ How a ``go`` is searched (all through `engine.player.Player.decide` and ``analys
 * ``depth``, ``infinite``, ``ponder`` and longer timed searches are an analysis
   (`engine.player.Player.analyse`): successive searches on the same tree with growing budgets
   (doubling until one takes about `INFO_INTERVAL` seconds), printing ``info`` after each, until
-  the PV is ``depth`` plies long, the time is up, or ``stop`` / ``ponderhit`` arrive.  ``go infinite`` and ``go ponder`` never answer before
-  ``stop`` / ``ponderhit``;
+  the PV is ``depth`` plies long, the time is up, or ``stop`` / ``ponderhit`` arrive.
+  ``go infinite`` and ``go ponder`` never answer before ``stop`` / ``ponderhit``;
 * on ``ponderhit`` the budget of the ``go ponder`` clock counts from the ``go ponder`` command,
   as in Stockfish: the time spent pondering was thinking about this very move, so the engine
   answers at once when it pondered longer than the budget;
@@ -52,9 +52,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Literal, TextIO
 
-import engine.games
 from engine.games.base import GameFormatError, IllegalMoveError, State
-from engine.player import Decision, PlayOptions, Player, default_threads, model_path_for, move_budget
+from engine.games.chess import ChessGame
+from engine.player import Decision, Player, PlayOptions, default_threads, model_path_for, move_budget
 
 DEFAULT_SIMULATIONS = 800  # a `go` without any limit
 NODE_BYTES = 7_500  # memory of one search-tree node of chess (mostly its position)
@@ -276,7 +276,7 @@ class UciEngine:
         self.output = output
         self.name = name
         self.author = author
-        self.game = engine.games.get("chess", max_moves=None, claim_draws=False)
+        self.game = ChessGame(max_moves=None, claim_draws=False)  # the GUI ends games, not we
         default_model = str(model) if model is not None else str(model_path_for(self.game))
         self.options = {option.name.lower(): option for option in uci_options(default_model)}
         self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}

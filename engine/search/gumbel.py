@@ -108,7 +108,7 @@ def search(
     statistics and the Gumbel noise is drawn anew.  Terminal roots raise ValueError.
     """
     single = isinstance(root_states, State)
-    states = [root_states] if single else list(root_states)
+    states = [root_states] if isinstance(root_states, State) else list(root_states)
     tree_list = _per_root(trees, len(states), "trees")
     rngs = _generators(rng, len(states))
     if not states:
@@ -270,7 +270,7 @@ class _Search:
         actions = forest.action[edges]
 
         def spread(values: np.ndarray, dtype: type) -> np.ndarray:
-            out = np.zeros(self.num_actions, dtype=dtype)
+            out: np.ndarray = np.zeros(self.num_actions, dtype=dtype)
             out[actions] = values
             return out
 

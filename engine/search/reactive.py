@@ -42,7 +42,7 @@ def reactive(
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     start = time.perf_counter()
     single = isinstance(root_states, State)
-    states = [root_states] if single else list(root_states)
+    states = [root_states] if isinstance(root_states, State) else list(root_states)
     if any(s.is_terminal for s in states):
         raise ValueError("cannot choose a move in a terminal position")
     if not states:

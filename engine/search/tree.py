@@ -80,7 +80,29 @@ LEGAL_LOGIT_THRESHOLD = float(MASKED_LOGIT) / 2
 
 
 class Forest:
-    """Growable node and edge arrays plus the states of the nodes."""
+    """Growable node and edge arrays plus the states of the nodes (fields as in `TreeArrays`,
+    plus ``to_play``: int8[nodes], the side to move at each node)."""
+
+    # Created in __init__ from _NODE_FIELDS and _EDGE_FIELDS; declared for type checkers.
+    parent: np.ndarray
+    parent_edge: np.ndarray
+    first_edge: np.ndarray
+    num_edges: np.ndarray
+    node_visits: np.ndarray
+    value_sum: np.ndarray
+    raw_value: np.ndarray
+    terminal: np.ndarray
+    stamp: np.ndarray
+    to_play: np.ndarray
+    action: np.ndarray
+    prior: np.ndarray
+    child: np.ndarray
+    visits: np.ndarray
+    pending: np.ndarray
+    reward: np.ndarray
+    discount: np.ndarray
+    q_scratch: np.ndarray
+    cached: np.ndarray
 
     def __init__(self, node_capacity: int = 256, edge_capacity: int = 4096) -> None:
         self.num_nodes = 0
@@ -255,7 +277,8 @@ class SearchTree:
         The line stops where a node has no visited child (or at a terminal node).
         """
         forest = self.forest
-        node, line = self.node, []
+        node = self.node
+        line: list[int] = []
         while node >= 0 and forest.num_edges[node] > 0:
             edges = forest.children(node)
             if first is not None and not line:
