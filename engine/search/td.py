@@ -1,0 +1,354 @@
+"""TD search and Dyna-2 (Silver, Sutton and Mueller 2012) for Go: test-time learning of a
+linear value function over local shape features.
+
+TD search (Sect. 4, Algorithm 2): before each move, many games are simulated from the current
+position; the players choose epsilon-greedily on afterstate values V(s o a) of a logistic
+linear function of local shape features (`engine.search.td_kernels`) for the first T moves and
+then by a default policy, and after every simulated move the weights learn by logistic
+NTD2(lambda).  The move is then chosen greedily on the learnt values, with no exploration
+(Sect. 4.4).  The learnt weights are a *transient* memory: they start at zero at the start of a
+game and are carried from one move to the next (Sect. 4.2; resetting them every move cost
+400-800 Elo, Sect. 4.5.4).
+
+Dyna-2 (Sect. 5, Algorithm 3) adds a *permanent* memory, weights learnt offline by TD
+self-play (`training.td_learning`) and saved as a `ShapeWeights` file; the value is
+sigmoid(phi . theta + phi_bar . theta_bar) and the search learns only the transient theta_bar.
+
+    search = TdSearch(game)                                # TD search
+    search = TdSearch(game, permanent=ShapeWeights.load("weights/go9-td.npz"))  # Dyna-2
+    result = search.choose(state, simulations=1000)        # or seconds=1.0, stop=event
+    result.action, result.q, result.simulations
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.files import atomic_target
+from engine.games.go import GoGame, GoState
+from engine.search import td_kernels as tk
+
+WEIGHTS_FORMAT = "klent-td-weights"
+WEIGHTS_VERSION = 1  # bump when the weight layout of `td_kernels.shape_maps` changes
+Stop = Callable[[], bool] | threading.Event
+
+
+@dataclass(frozen=True)
+class TdConfig:
+    """Parameters of the search, defaulting to the paper's.
+
+    - ``epsilon``, ``alpha``: exploration rate of the simulated players and the normalised
+      step size, 0.1 each (Sect. 4.4).
+    - ``lam``: lambda of NTD2(lambda).  Bootstrapping (lambda < 1) did significantly better
+      than Monte-Carlo updates (Sect. 4.5.3, Fig. 8b); the text does not print the value
+      used, and 0.4 is ours from the range that figure explores.
+    - ``shapes``: square sizes of the local shape features (Sect. 3.1.2, 1x1 to 3x3);
+      ``sharing``: their weight sharing, none in TD search (Sect. 4.4).
+    - ``greedy_moves``: T, the simulated moves played epsilon-greedily before the default
+      policy takes over (T = 6, Sect. 4.5.1; the paper's default policy was Fuego's, ours is
+      uniformly random among moves that fill no own eye).
+    - ``trace_cutoff``: eligibility-trace terms below this weight are dropped
+      (`td_kernels.trace_depth`).
+    - ``seed``: of the simulations' random choices (None: a fresh one).
+    """
+
+    epsilon: float = 0.1
+    alpha: float = 0.1
+    lam: float = 0.4
+    shapes: tuple[int, ...] = (1, 2, 3)
+    sharing: tuple[str, ...] = ("none",)
+    greedy_moves: int = 6
+    trace_cutoff: float = 1e-3
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("epsilon", "lam"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], not {getattr(self, name)!r}")
+        if not self.alpha > 0.0:
+            raise ValueError(f"alpha must be positive, not {self.alpha!r}")
+        if not 0.0 < self.trace_cutoff < 1.0:
+            raise ValueError(f"trace_cutoff must be within (0, 1), not {self.trace_cutoff!r}")
+        if self.greedy_moves < 0:
+            raise ValueError(f"greedy_moves must be >= 0, not {self.greedy_moves!r}")
+        tk.windows(9, self.shapes)  # validates the square sizes
+        _check_sharing(self.sharing)
+
+
+def _check_sharing(sharing: tuple[str, ...]) -> None:
+    if not sharing or len(set(sharing)) != len(sharing) or any(s not in tk.SHARINGS for s in sharing):
+        raise ValueError(f"sharing must be distinct names from {tk.SHARINGS}, not {sharing!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class ShapeWeights:
+    """A permanent memory: weights over local shape features of one board size (Sect. 5.2).
+
+    ``theta`` is laid out as `td_kernels.shape_maps` numbers the weights of ``shapes`` and
+    ``sharing``; ``info`` says how it was learnt (games, alpha, ...) and travels in the file's
+    JSON header.  Files are ``.npz`` with a ``header`` (JSON text) and ``theta`` (float64).
+    """
+
+    size: int
+    shapes: tuple[int, ...]
+    sharing: tuple[str, ...]
+    theta: np.ndarray
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        tk.windows(self.size, self.shapes)
+        _check_sharing(self.sharing)
+        expected = self.weight_count(self.size, self.shapes, self.sharing)
+        if self.theta.shape != (expected,):
+            raise ValueError(f"{self.size}x{self.size} {self.shapes} {self.sharing} weights need {expected} values, not {self.theta.shape}")
+
+    @staticmethod
+    def weight_count(size: int, shapes: tuple[int, ...], sharing: tuple[str, ...]) -> int:
+        return sum(tk.square_table(size, k, mode)[2] for k in shapes for mode in sharing)
+
+    @classmethod
+    def zeros(cls, size: int, shapes: tuple[int, ...], sharing: tuple[str, ...], info: dict[str, Any] | None = None) -> ShapeWeights:
+        """An empty memory (the paper initialises every weight to zero, Sect. 3.2.1)."""
+        return cls(size, shapes, sharing, np.zeros(cls.weight_count(size, shapes, sharing)), dict(info or {}))
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "format": WEIGHTS_FORMAT,
+            "version": WEIGHTS_VERSION,
+            "game": f"go{self.size}",
+            "size": self.size,
+            "shapes": list(self.shapes),
+            "sharing": list(self.sharing),
+            "weights": int(self.theta.shape[0]),
+            "info": self.info,
+        }
+
+    def save(self, path: str | Path) -> None:
+        """Write the file atomically (readers see the old file or the whole new one)."""
+        with atomic_target(path) as tmp, open(tmp, "wb") as out:
+            np.savez(out, header=np.array(json.dumps(self.header())), theta=self.theta.astype(np.float64))
+
+    @classmethod
+    def load(cls, path: str | Path) -> ShapeWeights:
+        """Read a file `save` wrote; ValueError names what is wrong with any other file."""
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                header = json.loads(str(data["header"]))
+                theta = np.array(data["theta"], dtype=np.float64)
+        except (OSError, KeyError, ValueError) as error:
+            raise ValueError(f"{path}: not a TD weights file ({error})") from None
+        if header.get("format") != WEIGHTS_FORMAT or header.get("version") != WEIGHTS_VERSION:
+            raise ValueError(f"{path}: TD weights format {header.get('format')!r} version {header.get('version')!r}, "
+                             f"this klent reads {WEIGHTS_FORMAT!r} version {WEIGHTS_VERSION}")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"{path}: TD weights are not all finite")
+        return cls(int(header["size"]), tuple(header["shapes"]), tuple(header["sharing"]), theta, dict(header.get("info", {})))
+
+
+@dataclass(frozen=True, eq=False)
+class TdResult:
+    """What one `TdSearch.choose` returns.
+
+    - ``action``: the move, greedy on the learnt afterstate values among legal moves that
+      fill no own single-point eye, and pass (valued V(s), or by the final score when the
+      opponent has just passed, since passing then ends the game).
+    - ``q``: float32[A], each legal action's afterstate value for the side to move in [-1, 1]
+      (2 * winning probability - 1), 0 on illegal actions; ``legal``: bool[A].
+    - ``value``: ``q[action]``; ``simulations``: simulated games this call; ``elapsed``: seconds.
+    """
+
+    action: int
+    q: np.ndarray
+    legal: np.ndarray
+    value: float
+    simulations: int
+    elapsed: float
+
+
+class Features:
+    """The stacked maps and weights of one search: learnt maps first, then read-only ones.
+
+    ``theta`` holds the learnt memory's weights first, then the permanent memory's, so the
+    learnt weights are ``theta[:learnt_weights]``.
+    """
+
+    def __init__(self, size: int, learnt: tuple[tuple[int, ...], tuple[str, ...]] | None, permanent: ShapeWeights | None) -> None:
+        memories = ([learnt] if learnt else []) + ([(permanent.shapes, permanent.sharing)] if permanent else [])
+        if not memories:
+            raise ValueError("a value function needs at least one memory")
+        enumerated = tuple(sorted({k for shapes, _ in memories for k in shapes}))
+        self.geometry = tk.windows(size, enumerated)
+        indices, signs, offset = [], [], 0
+        for shapes, sharing in memories:
+            index, sign, count = tk.shape_maps(size, enumerated, shapes, sharing, offset)
+            indices.append(index)
+            signs.append(sign)
+            offset += count
+        self.index = np.concatenate(indices)
+        self.sign = np.concatenate(signs)
+        self.learnt_maps = len(learnt[1]) if learnt else 0
+        self.learnt_weights = offset - (permanent.theta.shape[0] if permanent else 0)
+        self.theta = np.zeros(offset)
+        if permanent:
+            self.theta[self.learnt_weights :] = permanent.theta
+
+    def codes(self, board: np.ndarray) -> np.ndarray:
+        codes = np.empty(self.geometry.count, dtype=np.int32)
+        tk.window_codes(board, self.geometry.point_windows, self.geometry.point_powers, codes)
+        return codes
+
+    def logit(self, board: np.ndarray) -> float:
+        """The logit of V(s) (Black's winning probability) for a flat board."""
+        return float(tk.logit(self.codes(board), self.geometry.base, self.index, self.sign, self.theta))
+
+    def afterstate_logits(self, board: np.ndarray, color: int, candidates: np.ndarray) -> np.ndarray:
+        """float64[n]: the logit of V after ``color`` (+1/-1) plays each candidate point."""
+        out = np.zeros(board.shape[0])
+        g = self.geometry
+        tk.afterstate_logits(
+            board, color, candidates, self.codes(board), _tables(g.size)[0], g.base, g.point_windows,
+            g.point_powers, self.index, self.sign, self.theta, out,
+        )
+        return out
+
+    def simulate(self, state: GoState, config: TdConfig, rng: np.ndarray, greedy_moves: int) -> tuple[float, int]:
+        """One simulated game from ``state`` that learns the learnt memory; returns its reward
+        (Black's: 1 win, 0 loss, 0.5 draw) and its number of moves."""
+        game = state.game
+        board, seen, position_hash, passes = _position(state)
+        nbr, zob, diag = _tables(game.size)
+        g = self.geometry
+        depth = tk.trace_depth(config.lam, config.trace_cutoff, game.max_moves)
+        reward, moves = tk.simulate(
+            board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, state.move_number,
+            game.max_moves, game.komi, nbr, zob, diag, g.base, g.point_windows, g.point_powers,
+            self.index, self.sign, self.theta, self.learnt_maps, config.epsilon, config.alpha, config.lam,
+            depth, greedy_moves, rng,
+        )
+        return float(reward), int(moves)
+
+
+class TdSearch:
+    """TD search (Dyna-2 with a permanent memory) for one game at a time.
+
+    The transient weights persist between `choose` calls of one game and are cleared when a
+    position does not continue the game searched before (another start position or komi, or
+    moves that are neither a continuation nor an undo of it), or by `new_game`.
+    """
+
+    def __init__(self, game: GoGame, config: TdConfig | None = None, permanent: ShapeWeights | None = None) -> None:
+        if not isinstance(game, GoGame):
+            raise ValueError(f"TD search plays Go, not {game.name}")
+        if permanent is not None and permanent.size != game.size:
+            raise ValueError(f"the permanent weights are for {permanent.size}x{permanent.size}, not {game.name}")
+        self.game = game
+        self.config = config or TdConfig()
+        self.permanent = permanent
+        self.features = Features(game.size, (self.config.shapes, self.config.sharing), permanent)
+        seed = self.config.seed if self.config.seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
+        self._rng = tk.seed_state(seed)
+        self._line: tuple[bytes, int, float, tuple[int, ...]] | None = None
+
+    @property
+    def transient(self) -> np.ndarray:
+        """The transient weights (a read-only view; they change with every search)."""
+        view = self.features.theta[: self.features.learnt_weights].view()
+        view.flags.writeable = False
+        return view
+
+    def new_game(self) -> None:
+        """Forget this game's transient memory (Algorithm 3: theta_bar = 0 at each new game)."""
+        self.features.theta[: self.features.learnt_weights] = 0.0
+        self._line = None
+
+    def choose(
+        self, state: GoState, simulations: int | None = None, seconds: float | None = None, stop: Stop | None = None
+    ) -> TdResult:
+        """Search ``state`` for ``simulations`` simulated games and/or ``seconds``, then choose.
+
+        ``stop`` (a threading.Event or a callable returning True to stop) is checked before
+        every simulation, as are the budgets; a stopped search still chooses, on what the
+        weights know (the carried weights when not a single simulation ran).
+        """
+        if simulations is None and seconds is None:
+            raise ValueError("TD search needs a number of simulations or a time budget")
+        if state.game.size != self.game.size:
+            raise ValueError(f"this search plays {self.game.name}, not {state.game.name}")
+        if state.is_terminal:
+            raise ValueError("the game is over: there is no move to choose")
+        self._follow(state)
+        stopped = stop.is_set if isinstance(stop, threading.Event) else stop
+        start = time.perf_counter()
+        done = 0
+        while simulations is None or done < simulations:
+            if (seconds is not None and time.perf_counter() - start >= seconds) or (stopped is not None and stopped()):
+                break
+            self.features.simulate(state, self.config, self._rng, self.config.greedy_moves)
+            done += 1
+        return self._decide(state, done, time.perf_counter() - start)
+
+    def _follow(self, state: GoState) -> None:
+        """Clear the transient memory unless ``state`` continues (or undoes into) the last game."""
+        start = state.start()
+        line = (start.board().tobytes(), start.to_play, state.game.komi, tuple(state.moves()))
+        last = self._line
+        same = last is not None and last[:3] == line[:3]
+        if not (same and (line[3][: len(last[3])] == last[3] or last[3][: len(line[3])] == line[3])):
+            self.new_game()
+        self._line = line
+
+    def _decide(self, state: GoState, simulations: int, elapsed: float) -> TdResult:
+        """Greedy choice on the afterstate values (Sect. 4.4), with the values of every legal move."""
+        size = self.game.size
+        n = size * size
+        board, _, _, _ = _position(state)
+        color = 1 if state.to_play == 0 else -1
+        legal = state.legal_mask()
+        logits = self.features.afterstate_logits(board, color, legal)
+        black = 1.0 / (1.0 + np.exp(-logits))
+        if state.consecutive_passes >= 1:  # passing ends the game: its value is the result
+            score = state.score()
+            black_pass = 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
+        else:
+            black_pass = 1.0 / (1.0 + np.exp(-self.features.logit(board)))
+        mover = np.append(black, black_pass) if color == 1 else 1.0 - np.append(black, black_pass)
+        q = np.where(legal, 2.0 * mover - 1.0, 0.0).astype(np.float32)
+        nbr, _, diag = _tables(size)
+        playable = [p for p in np.flatnonzero(legal[:n]) if not tk.own_eye(board, int(p), color, nbr, diag)]
+        action = n
+        if playable:
+            best = max(playable, key=lambda p: (q[p], -p))
+            if q[best] >= q[n]:
+                action = int(best)
+        return TdResult(action, q, legal, float(q[action]), simulations, elapsed)
+
+
+def _position(state: GoState) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The rules arrays a simulation starts from: flat board, sorted seen hashes, hash, passes.
+
+    GoState keeps them private (the search must not change them, and the kernels only read);
+    go.py has no public accessor for the superko history, which simulations need.
+    """
+    return state._hist[0], state._seen, int(state._hash), state.consecutive_passes
+
+
+@lru_cache(maxsize=None)
+def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Neighbour, Zobrist (Go's own, so hashes match the state's) and diagonal tables."""
+    game = GoGame(size)
+    return game._nbr, game._zob, tk.diagonal_table(size)
+
+
+def warm_up() -> None:
+    """Load (or compile) the kernels now, outside any time budget: a tiny search on 5x5."""
+    game = GoGame(5)
+    TdSearch(game, TdConfig(seed=0)).choose(game.initial_state(), simulations=2)

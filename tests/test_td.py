@@ -1,0 +1,289 @@
+"""TD search and Dyna-2 (engine/search/td.py, td_kernels.py) and offline TD learning
+(training/td_learning.py): local shape features, weight sharing, the NTD2(lambda) update, the
+search's choices, its memory across moves, its limits, and the permanent-weights file."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from engine.games.go import GoGame
+from engine.search import td_kernels as tk
+from engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
+from training.td_learning import train
+
+
+def setup(game: GoGame, rows: list[str], to_play: int = 0):
+    """A position from rows of "X" (Black), "O" (White) and "." (row 0 at the top)."""
+    black = [r * game.size + c for r, row in enumerate(rows) for c, ch in enumerate(row) if ch == "X"]
+    white = [r * game.size + c for r, row in enumerate(rows) for c, ch in enumerate(row) if ch == "O"]
+    return game.setup_state(black, white, to_play)
+
+
+def board(size: int, stones: dict[int, int]) -> np.ndarray:
+    flat = np.zeros(size * size, dtype=np.int8)
+    for point, color in stones.items():
+        flat[point] = color
+    return flat
+
+
+# --- features ------------------------------------------------------------------------------
+
+
+def test_feature_and_weight_counts_are_the_papers_table_1():
+    geometry = tk.windows(9, (1, 2, 3))
+    assert geometry.count == 81 + 64 + 49
+    assert geometry.features == 969894  # Table 1, "Total features"
+    unique = {(k, s): tk.square_table(9, k, s)[2] for k in (1, 2, 3) for s in ("LI", "LD")}
+    assert unique[1, "LI"] == 1 and unique[1, "LD"] == 15
+    assert unique[2, "LI"] == 8 and unique[2, "LD"] == 344
+    assert unique[3, "LI"] == 1418
+    # Table 1 prints 61876 for 3x3 LD, but its own total of unique weights, 63303, needs 61517.
+    assert unique[3, "LD"] == 61517
+    assert sum(unique.values()) == 63303
+
+
+def test_window_codes_of_a_hand_made_position():
+    # Black A9 (point 0), White B9 (point 1): digit 1 for black, 2 for white, 3**cell.
+    codes = Features(9, ((1, 2, 3), ("none",)), None).codes(board(9, {0: 1, 1: -1}))
+    first_2x2, first_3x3 = 81, 81 + 64
+    assert codes[0] == 1 and codes[1] == 2 and codes[2] == 0
+    assert codes[first_2x2] == 1 + 2 * 3  # square at A9: A9 is cell 0, B9 cell 1
+    assert codes[first_2x2 + 1] == 2  # square at B9: B9 is its cell 0
+    assert codes[first_2x2 + 8] == 0  # square at A8 (second row of squares): empty
+    assert codes[first_3x3] == 1 + 2 * 3
+    assert np.count_nonzero(codes) == 2 + 2 + 2  # squares at A9 and B9 of each size
+    # A black stone on E5 is cell i of exactly one of the nine 3x3 squares covering it, for each i.
+    centre = Features(9, ((3,), ("none",)), None).codes(board(9, {40: 1}))
+    assert sorted(centre[centre != 0]) == [3**i for i in range(9)]
+
+
+def test_location_independent_sharing_of_2x2_shapes():
+    index, sign, _ = tk.square_table(9, 2, "LI")
+    one_black = [1, 3, 9, 27]  # a black stone on each cell of the square
+    one_white = [2, 6, 18, 54]
+    for location in (0, 5, 63):
+        at = location * 81
+        assert len({index[at + c] for c in one_black + one_white}) == 1
+        assert all(sign[at + c] == 1 for c in one_black) and all(sign[at + c] == -1 for c in one_white)
+        assert index[at + 1] == index[1]  # the same weight at every location
+    adjacent = [1 + 3, 1 + 9, 3 + 27, 9 + 27]  # two black stones side by side, 4 ways
+    diagonal = [1 + 27, 3 + 9]
+    assert len({index[c] for c in adjacent}) == 1 and len({index[c] for c in diagonal}) == 1
+    assert index[adjacent[0]] != index[diagonal[0]] != index[1]
+    # Neutral shapes have no feature: the empty square, and black/white on the diagonals,
+    # whose colour inversion is a quarter turn of itself.
+    assert sign[0] == 0 and sign[1 + 2 * 3 + 2 * 9 + 27] == 0
+
+
+def test_location_dependent_sharing_of_1x1_and_2x2_shapes():
+    index, sign, _ = tk.square_table(9, 1, "LD")
+    corners = [0, 8, 72, 80]  # A9, J9, A1, J1
+    black = [p * 3 + 1 for p in corners]
+    white = [p * 3 + 2 for p in corners]
+    assert len({index[f] for f in black + white}) == 1
+    assert all(sign[f] == 1 for f in black) and all(sign[f] == -1 for f in white)
+    assert index[1 * 3 + 1] != index[0 * 3 + 1]  # B9 is not a corner...
+    assert index[1 * 3 + 1] == index[9 * 3 + 1]  # ...but the diagonal mirror of A8
+    index2, sign2, _ = tk.square_table(9, 2, "LD")
+    # A black stone on the board's corner point: cell 0 of the A9 square, cell 1 of the H9
+    # square (top right); on cell 3 of the A9 square (B8) it is another shape there.
+    assert index2[0 * 81 + 1] == index2[7 * 81 + 3] and sign2[7 * 81 + 3] == 1
+    assert index2[0 * 81 + 1] != index2[0 * 81 + 27]
+
+
+def test_unshared_features_have_a_weight_per_location_and_no_empty_shape():
+    index, sign, count = tk.square_table(9, 2, "none")
+    assert count == 64 * 81 and np.array_equal(index, np.arange(count))
+    assert not sign.reshape(64, 81)[:, 0].any() and sign.reshape(64, 81)[:, 1:].all()
+
+
+# --- the update --------------------------------------------------------------------------
+
+
+def test_ntd2_update_matches_a_hand_computation():
+    # Three recorded states: s0 (features 0, 1), s1 (the other colour: feature 4), s2
+    # (features 1, -2, 3 and a read-only logit part of 0.25).  The update of s2 towards a
+    # target of 1 with alpha 0.5 and lambda 0.4:
+    #   logit(s2) = 0.25 - 0.2 - 0.1 + 0.0 = -0.05, delta = 1 - sigmoid(-0.05) = 0.5124974
+    #   theta += alpha * delta * (phi(s2) / 3 + lambda * phi(s0) / 2), s1 untouched.
+    ring = 5
+    trace_index = np.zeros((ring, 4), dtype=np.int32)
+    trace_sign = np.zeros((ring, 4), dtype=np.int8)
+    trace_count = np.zeros(ring, dtype=np.int64)
+    trace_fixed = np.zeros(ring)
+    for slot, entries in ((0, [(0, 1), (1, 1)]), (1, [(4, 1)]), (2, [(1, 1), (2, -1), (3, 1)])):
+        for i, (weight, s) in enumerate(entries):
+            trace_index[slot, i], trace_sign[slot, i] = weight, s
+        trace_count[slot] = len(entries)
+    trace_fixed[2] = 0.25
+    theta = np.array([0.5, -0.2, 0.1, 0.0, 0.3])
+    delta = tk.ntd2_update(2, 2, 1.0, trace_index, trace_sign, trace_count, trace_fixed, theta, 0.5, 0.4, 1)
+    assert delta == pytest.approx(0.5124973965)
+    assert theta == pytest.approx([0.5512497396, -0.0633340276, 0.0145837673, 0.0854162327, 0.3])
+
+
+def test_alpha_one_moves_the_logit_by_the_td_error():
+    features = Features(9, ((1, 2), ("none",)), None)
+    flat = board(9, {40: 1, 41: -1, 30: 1})
+    codes = features.codes(flat)
+    ring, width = 3, features.geometry.count
+    trace_index = np.zeros((ring, width), dtype=np.int32)
+    trace_sign = np.zeros((ring, width), dtype=np.int8)
+    count, fixed = tk._record(codes, features.geometry.base, features.index, features.sign, features.theta, 1,
+                              trace_index[0], trace_sign[0])
+    trace_count = np.array([count, 0, 0])
+    before = features.logit(flat)
+    delta = tk.ntd2_update(0, 0, 0.8, trace_index, trace_sign, trace_count, np.array([fixed, 0, 0]),
+                           features.theta, 1.0, 0.0, 0)
+    assert delta == pytest.approx(0.3)
+    assert features.logit(flat) - before == pytest.approx(delta)
+
+
+# --- the search --------------------------------------------------------------------------
+
+# Black's three stones D6 E6 F6 have one liberty, E7; Black E7 joins them to the wall on row 8
+# and nothing else saves them (every white stone around them belongs to the big white group).
+# A komi of -41 makes the game turn on them: Black wins by 4 with them, loses by 4 without.
+ATARI = [
+    ".........",
+    "XXXXXXXXX",
+    "OOOO.OOOO",
+    "OOOXXXOOO",
+    "OOOOOOOOO",
+    ".........",
+    ".........",
+    ".........",
+    ".........",
+]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_search_finds_the_only_saving_move_of_a_group_in_atari(seed):
+    game = GoGame(9, komi=-41)
+    state = setup(game, ATARI)
+    result = TdSearch(game, TdConfig(seed=seed)).choose(state, simulations=300)
+    assert game.action_to_text(state, result.action) == "E7"
+    assert result.simulations == 300
+    assert result.value == pytest.approx(float(result.q.max()))
+    legal = state.legal_mask()
+    assert np.array_equal(result.legal, legal) and not result.q[~legal].any()
+
+
+def test_white_captures_the_group_in_atari():
+    game = GoGame(9, komi=-41)
+    state = setup(game, ATARI, to_play=1)
+    result = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=300)
+    assert game.action_to_text(state, result.action) == "E7"
+
+
+def test_weights_are_carried_between_moves_and_cleared_for_a_new_game():
+    game = GoGame(9)
+    search = TdSearch(game, TdConfig(seed=3))
+    state = game.initial_state()
+    first = search.choose(state, simulations=50)
+    learnt = search.transient.copy()
+    assert learnt.any()
+    reply = 20 if first.action != 20 else 21
+    state = state.play(first.action).play(reply)
+    search.choose(state, simulations=0, seconds=1.0, stop=lambda: True)  # no simulation: no learning
+    assert np.array_equal(search.transient, learnt)
+    search.choose(state, simulations=20)
+    assert not np.array_equal(search.transient, learnt)
+    undone = state.previous
+    assert undone is not None
+    search.choose(undone, simulations=0)  # an undo stays in the same game
+    assert search.transient.any()
+    search.choose(game.with_komi(6.5).initial_state(), simulations=0)  # another game
+    assert not search.transient.any()
+    search.choose(state, simulations=20)
+    search.new_game()
+    assert not search.transient.any()
+
+
+def test_budgets_and_stop_flag_are_honoured():
+    game = GoGame(9)
+    search = TdSearch(game, TdConfig(seed=0))
+    state = game.initial_state()
+    event = threading.Event()
+    event.set()
+    assert search.choose(state, simulations=100, stop=event).simulations == 0
+    calls = []
+
+    def stop_after_three() -> bool:
+        calls.append(1)
+        return len(calls) > 3
+
+    assert search.choose(state, simulations=100, stop=stop_after_three).simulations == 3
+    timed = search.choose(state, seconds=0.2)
+    assert timed.simulations > 0 and 0.2 <= timed.elapsed < 1.0
+    with pytest.raises(ValueError):
+        search.choose(state)
+
+
+def test_pass_after_a_pass_is_valued_by_the_result():
+    # Black owns the whole board: after White's pass, Black's pass ends the game won (its
+    # value is the final result, 1), better than any estimated afterstate value below 1.
+    game = GoGame(5, komi=0.5)
+    rows = ["XXXXX", "X.X.X", "XXXXX", ".....", "....."]
+    state = setup(game, rows, to_play=1).play(game.pass_action)
+    result = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=20)
+    assert result.action == game.pass_action and result.value == 1.0
+
+
+# --- Dyna-2 and the permanent weights ----------------------------------------------------
+
+
+def test_dyna2_value_is_the_sum_of_both_memories_and_learns_only_the_transient():
+    rng = np.random.default_rng(0)
+    count = ShapeWeights.weight_count(9, (1, 2), ("LI", "LD"))
+    permanent = ShapeWeights(9, (1, 2), ("LI", "LD"), rng.normal(0, 0.1, count))
+    search = TdSearch(GoGame(9), TdConfig(shapes=(1, 2, 3), seed=0), permanent)
+    state = GoGame(9).initial_state().play(40).play(41).play(31)
+    search.choose(state, simulations=30)
+    theta = search.features.theta
+    assert np.array_equal(theta[search.features.learnt_weights :], permanent.theta)
+    transient_only = Features(9, ((1, 2, 3), ("none",)), None)
+    transient_only.theta[:] = search.transient
+    permanent_only = Features(9, None, permanent)
+    flat = np.asarray(state.board()).ravel()
+    assert search.features.logit(flat) == pytest.approx(transient_only.logit(flat) + permanent_only.logit(flat))
+    assert permanent_only.logit(flat) != 0.0 and transient_only.logit(flat) != 0.0
+
+
+def test_permanent_weights_file_round_trip(tmp_path):
+    weights = ShapeWeights(9, (1, 2), ("LI",), np.arange(9.0), {"games": 12})
+    path = tmp_path / "go9-td.npz"
+    weights.save(path)
+    loaded = ShapeWeights.load(path)
+    assert (loaded.size, loaded.shapes, loaded.sharing, loaded.info) == (9, (1, 2), ("LI",), {"games": 12})
+    assert np.array_equal(loaded.theta, weights.theta)
+    assert [p.name for p in tmp_path.iterdir()] == ["go9-td.npz"]  # no temporary file left
+    with np.load(path) as data:
+        header = json.loads(str(data["header"]))
+    assert header["game"] == "go9" and header["format"] == "klent-td-weights"
+    (tmp_path / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a TD weights file"):
+        ShapeWeights.load(tmp_path / "bad.npz")
+    with pytest.raises(ValueError, match="need 9 values"):
+        ShapeWeights(9, (1, 2), ("LI",), np.zeros(8))
+    with pytest.raises(ValueError, match="for 9x9"):
+        TdSearch(GoGame(7), permanent=weights)
+
+
+def test_td_learning_saves_weights_that_dyna2_loads(tmp_path):
+    out, log = tmp_path / "go5-td.npz", tmp_path / "metrics.jsonl"
+    weights = train("go5", games=40, out_path=out, save_every=20, metrics_path=log, progress=False, seed=1)
+    assert weights.theta.any() and weights.info["games"] == 40
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["games"] for line in lines] == [20, 40]
+    loaded = ShapeWeights.load(out)
+    assert np.array_equal(loaded.theta, weights.theta) and loaded.sharing == ("LI", "LD")
+    more = train("go5", games=20, out_path=out, init=out, progress=False)
+    assert more.info["games"] == 60
+    game = GoGame(5)
+    result = TdSearch(game, TdConfig(seed=0), loaded).choose(game.initial_state(), simulations=10)
+    assert result.legal[result.action]
