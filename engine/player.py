@@ -6,7 +6,10 @@ holds the current position as an initial state plus the actions played from it; 
 position that extends the previous one by a few actions keeps the search tree of the moves in
 between (tree reuse), anything else starts a fresh tree.  `Player.decide` chooses one move;
 `Player.analyse` keeps searching the same tree and reports as it goes (UCI ``go infinite``,
-GTP ``lz-analyze``).
+GTP ``lz-analyze``).  In Go the player applies Go's move rules to every move it decides
+(`engine.go_rules`: pass only when passing cannot lose, no filling of its own eyes, cleanup),
+so every protocol plays Go the same way, and `Player.judged` counts a position as a referee
+would (GTP's ``final_score``).
 
 Protocols reach the engine through this module and `engine.games` only: besides the player,
 it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
@@ -26,6 +29,8 @@ import numpy as np
 
 from engine.files import write_text_atomically
 from engine.games.base import Game, IllegalMoveError, State
+from engine.games.go import GoState
+from engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from engine.network import Evaluator, ModelInfo, OnnxEvaluator, default_threads, read_model_info
 from engine.resign import ResignTracker
 from engine.search.gumbel import GumbelConfig, search, warm_up
@@ -36,9 +41,9 @@ from engine.search.tree import SearchTree
 from engine.timecontrol import move_budget
 
 __all__ = [
-    "DEFAULT_WEIGHTS_DIR", "Decision", "ModelInfo", "MoveStat", "Ownership", "PlayOptions", "Player",
-    "ResignTracker", "default_threads", "model_path_for", "move_budget", "read_model_info",
-    "write_text_atomically",
+    "DEFAULT_WEIGHTS_DIR", "Decision", "Judgement", "ModelInfo", "MoveRule", "MoveStat", "Ownership",
+    "PlayOptions", "Player", "ResignTracker", "default_threads", "model_path_for", "move_budget",
+    "read_model_info", "write_text_atomically",
 ]
 
 Mode = Literal["reactive", "search"]
@@ -58,6 +63,12 @@ class PlayOptions:
     still looks at every move, as the opponent's replies need them).  ``ponder``: find the
     reply to expect even where the search did not reach it, at the cost of one more network
     call (UCI's ``ponder`` move, asked for only when the GUI ponders).
+
+    Go only: ``go_rules`` applies Go's move rules (`engine.go_rules`) to the network's move;
+    ``cleanup`` plays as GTP's ``kgs-genmove_cleanup`` asks (capture the dead stones, do not
+    end the game by passing while any can be attacked); ``judge_dead_stones`` judges dead
+    stones by the model's ownership head (when it has one) where the rules and `Player.judged`
+    count a position, False counts every stone alive (GTP's ``--all-stones-alive``).
     """
 
     mode: Mode = "search"
@@ -68,10 +79,15 @@ class PlayOptions:
     top_moves: int = 10
     candidates: tuple[int, ...] = ()
     ponder: bool = False
+    go_rules: bool = True
+    cleanup: bool = False
+    judge_dead_stones: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("reactive", "search"):
             raise ValueError(f"mode must be 'reactive' or 'search', got {self.mode!r}")
+        if self.cleanup and not self.go_rules:
+            raise ValueError("cleanup is one of Go's move rules: it needs go_rules")
         if self.mode == "search" and self.simulations is None and self.time is None:
             raise ValueError("search needs a number of simulations or a time budget")
 
@@ -109,6 +125,7 @@ class Decision:
     ponder: str | None  # the reply to expect (the PV's second move, else the policy's choice)
     seldepth: int  # plies to the deepest position searched, at least the PV's length
     visits: int  # visits of the searched tree, inherited ones included (0 for reactive play)
+    rule: MoveRule | None = None  # the Go move rule that chose the move instead of the network
 
     @property
     def depth(self) -> int:
@@ -220,13 +237,27 @@ class Player:
 
     def ownership(self) -> Ownership | None:
         """The model's ownership (and score) of the current position, one network call; None
-        for a model without an ownership head.  Protocols judge dead stones by it (GTP) and
-        shade territory with it (the web page)."""
-        evaluation = self.evaluator.evaluate([self._state])  # a finished game's too
+        for a model without an ownership head.  Dead stones are judged by it (`judged`), and
+        the web page and GTP's ``kata-analyze`` show it."""
+        return self._ownership(self._state)
+
+    def judged(self) -> Judgement:
+        """The current Go position as a referee counts it (GTP's ``final_score`` and
+        ``final_status_list``): the chains the model's ownership head calls dead removed; every
+        stone alive for a model without that head or without ``judge_dead_stones``.  One
+        network call (none without judging)."""
+        return self._judgement(_go_state(self._state), self.options)
+
+    def _ownership(self, state: State) -> Ownership | None:
+        evaluation = self.evaluator.evaluate([state])  # a finished game's too
         if evaluation.ownership is None:
             return None
         score = None if evaluation.score is None else float(evaluation.score[0])
         return Ownership(owner=evaluation.ownership[0], score=score)
+
+    def _judgement(self, state: GoState, opts: PlayOptions) -> Judgement:
+        ownership = self._ownership(state) if opts.judge_dead_stones else None
+        return judge(state, None if ownership is None else ownership.owner)
 
     def decide(
         self,
@@ -236,18 +267,25 @@ class Player:
         """Choose a move in the current position (which stays unchanged).
 
         ``options`` overrides the player's defaults for this call; ``stop`` ends a search
-        early (within one network batch) with the best move found so far.
+        early (within one network batch) with the best move found so far.  In Go, Go's move
+        rules may replace the network's move (``Decision.rule`` says which did); a pass that
+        ends a won game is decided without a search, its analysis then the reactive one.
         """
         opts = options or self.options
         state = self._state
         if state.is_terminal:
             raise IllegalMoveError("the game is over: there is no move to choose")
+        rules = self._go_rules(state, opts)
+        if rules is not None and rules.passes_at_once():
+            result = reactive(state, self.evaluator)
+            return self._decision(state, result, opts, rules.state.game.pass_action, MoveRule.PASS_WINS)
         if opts.mode == "reactive":
             result = reactive(state, self.evaluator, temperature=opts.temperature, rng=self._rng)
         else:
             limits = SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop)
             result = self._search(state, limits, opts)
-        return self._decision(state, result, opts)
+        action, rule = (result.action, None) if rules is None else rules.choose(result)
+        return self._decision(state, result, opts, action, rule)
 
     def analyse(
         self,
@@ -269,9 +307,10 @@ class Player:
         analysis.  It also ends once ``stop`` is set, after ``simulations`` simulations in all,
         after ``time`` seconds, or after the one network call of reactive play.  ``options``
         (the player's by default) say how each search decides; their own budget is replaced by
-        the analysis's.  Returns the last decision.
+        the analysis's, and Go's move rules are off: an analysis shows the search's view, and
+        a pass decided without a search would never end it.  Returns the last decision.
         """
-        opts = options or self.options
+        opts = replace(options or self.options, go_rules=False, cleanup=False)
         start = perf_counter()
         done, size = 0, FIRST_ANALYSIS_SEARCH
         while True:
@@ -292,6 +331,12 @@ class Player:
             rate = decision.simulations / max(took, 1e-3)
             size = max(FIRST_ANALYSIS_SEARCH, min(2 * size, int(rate * interval)))
 
+    def _go_rules(self, state: State, opts: PlayOptions) -> MoveRules | None:
+        """Go's move rules for a move in ``state`` (None: not Go, or the rules are off)."""
+        if not opts.go_rules or not isinstance(state, GoState):
+            return None
+        return MoveRules(state, lambda: self._judgement(state, opts).judged, cleanup=opts.cleanup)
+
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
         result = search(state, self.evaluator, limits, config=config, rng=self._rng, trees=self._reusable_tree())
@@ -307,7 +352,9 @@ class Player:
             return None
         return tree.advance(self._actions[len(played):])
 
-    def _decision(self, state: State, result: SearchResult, opts: PlayOptions) -> Decision:
+    def _decision(
+        self, state: State, result: SearchResult, opts: PlayOptions, chosen: int, rule: MoveRule | None
+    ) -> Decision:
         game = self.game
         tree = result.tree
         # Visits in the whole tree (moves searched before a tree reuse included): that is what
@@ -322,7 +369,7 @@ class Player:
         def line(first: int) -> list[int]:
             return tree.principal_variation(first=first) if tree is not None else [first]
 
-        action = result.action if result.action in allowed else min(allowed, key=preference)
+        action = chosen if chosen in allowed else min(allowed, key=preference)
         # The chosen move first, then by visits and by the improved policy.
         order = sorted(allowed, key=lambda a: (a != action, *preference(a)))
         top = [
@@ -350,6 +397,7 @@ class Player:
             ponder=self._expected_reply(state, pv, tree, opts.ponder),
             seldepth=max(tree.depth() if tree is not None else 0, len(pv)),
             visits=tree.visits if tree is not None else 0,
+            rule=rule if action == chosen else None,
         )
 
     def _expected_reply(self, state: State, pv: list[int], tree: SearchTree | None, evaluate: bool) -> str | None:
@@ -369,6 +417,12 @@ class Player:
         else:
             return None
         return self.game.action_to_text(after, reply)
+
+
+def _go_state(state: State) -> GoState:
+    if not isinstance(state, GoState):
+        raise TypeError(f"only a Go position can be judged, not one of {state.game.name}")
+    return state
 
 
 def _winrate(value: float) -> float:

@@ -17,30 +17,19 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
 * **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
   rate at or below `resign_threshold`, genmove answers ``resign`` (0 disables resigning; the
   rule is the engine's `ResignTracker`, shared with the lichess bridge).
-* **Dead stones.**  GNU Go, Pachi, KGS and human referees remove dead stones before they
-  count.  A model with an ownership head judges them the same way: a chain whose mean
-  predicted ownership is its opponent's is dead (`go_board.dead_stones`), and the *judged*
-  score is the area score with those stones removed.  A model without one counts every stone
-  alive (the judged score is then the board's area score).
-* **Passing.**  We pass only when passing cannot lose: when the opponent has just passed and
-  both the area score of the board as it stands (all stones alive: what Tromp-Taylor rules
-  count) and the judged score win, we pass at once, and the game ends with our win.  When the
-  network wants to pass but either does not win, we keep playing: where opponent stones can
-  still be attacked, as under cleanup (capturing the stones a referee would remove anyway
-  costs nothing under area scoring); else, where only our own dead stones lose the count, the
-  search's best other move (a one-eyed group must try to live, not pass); else we pass.
-* **Own eyes.**  A move into our own single-point eye is replaced by a pass unless its value
-  beats the pass's by more than `EYE_FILL_MARGIN`.
-* **Cleanup** (``kgs-genmove_cleanup``): a pass is replaced by the best legal point (by the
-  engine's preference) among the liberties of opponent chains that are not self-atari, until
-  no such point is left; then we pass.
+* **Go's move rules.**  Passing only when passing cannot lose, no filling of our own eyes,
+  capturing dead stones before passing, and ``kgs-genmove_cleanup`` are the engine's
+  (`engine.go_rules`), which the `Player` applies to every Go move, so GTP, HTTP and the web
+  page play by the same rules.  Dead stones are judged by the model's ownership head, unless
+  `GtpConfig.judge_dead_stones` is off (``--all-stones-alive``).  A pass that ends the game
+  with our win is never counted towards resigning.
 * **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed a `GameClock`; each move
   searches for the clock's budget (`engine.timecontrol.move_budget`, keeping ``margin`` seconds
   of lag per move), capped by the configured simulations; a budget of 0 plays reactively.
-* **Scoring.**  `final_score` is the judged score and `final_status_list dead` the stones the
-  ownership head calls dead; without that head, the Tromp-Taylor area score with every stone
-  counted alive (blind to dead stones, which is why the engine captures them under cleanup),
-  and no stone is dead.
+* **Scoring.**  `final_score` is the judged score (`engine.player.Player.judged`) and
+  `final_status_list dead` the stones the ownership head calls dead; without that head, the
+  Tromp-Taylor area score with every stone counted alive (blind to dead stones, which is why
+  the engine captures them under cleanup), and no stone is dead.
 * **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line after each search of
   an analysis (`engine.player.Player.analyse`) until the next input line arrives.  Our search
   is planned from its budget (Sequential Halving), so an analysis is successive searches on the
@@ -76,6 +65,8 @@ from engine.games.sgf import read_sgf, result_text, write_sgf
 from engine.player import (
     DEFAULT_WEIGHTS_DIR,
     Decision,
+    Judgement,
+    MoveRule,
     Player,
     PlayOptions,
     ResignTracker,
@@ -83,7 +74,6 @@ from engine.player import (
     read_model_info,
     write_text_atomically,
 )
-from protocols import go_board
 from protocols.go_text import board_text
 from protocols.gtp_clock import GameClock, TimeSettings, gtp_float, gtp_int
 from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse, reply_head
@@ -91,7 +81,6 @@ from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse,
 PROTOCOL_VERSION = "2"
 DEFAULT_SIZE = 19
 MAX_KOMI = 150.0  # |komi| accepted, as by the HTTP API
-EYE_FILL_MARGIN = 0.1  # value a move into our own eye must gain over a pass
 ANALYSIS_VISIT_CAP = 200_000
 DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
 _TOO_LONG = "\x00too-long"  # marks an input line cut at MAX_LINE by the reader thread
@@ -116,7 +105,8 @@ class GtpConfig:
     name: str = "klent"
     version: str = "0"
     # Judge dead stones by the model's ownership head (when it has one); False counts every
-    # stone alive as a model without the head does -- the "before" of a measurement.
+    # stone alive as a model without the head does -- the "before" of a measurement.  It
+    # becomes the players' `PlayOptions.judge_dead_stones`.
     judge_dead_stones: bool = True
 
 
@@ -134,6 +124,7 @@ class GtpEngine:
 
     def __init__(self, config: GtpConfig, out: TextIO = sys.stdout) -> None:
         self.config = config
+        self.options = replace(config.options, judge_dead_stones=config.judge_dead_stones)
         self.out = out
         self.clock = GameClock(margin=config.time_margin)
         self._players: dict[int, Player] = {}
@@ -161,7 +152,7 @@ class GtpEngine:
             "time_settings": self.cmd_time_settings,
             "kgs-time_settings": self.cmd_kgs_time_settings,
             "time_left": self.cmd_time_left,
-            "final_score": lambda args: result_text(self._judged(self.state)[0]),
+            "final_score": lambda args: result_text(self._judged(self.state).judged),
             "final_status_list": self.cmd_final_status_list,
             "loadsgf": self.cmd_loadsgf,
             "printsgf": self.cmd_printsgf,
@@ -306,7 +297,7 @@ class GtpEngine:
                     self.game,
                     model=self.config.model,
                     weights_dir=self.config.weights_dir,
-                    options=self.config.options,
+                    options=self.options,
                     threads=self.config.threads,
                     seed=self.config.seed,
                 )
@@ -462,44 +453,25 @@ class GtpEngine:
             self._play(colour, action)
         return self.game.vertex(action)
 
-    def _choose(
-        self, colour: int, cleanup: bool = False, analysed: bool = False
-    ) -> tuple[Decision | None, int | None]:
-        """The move ``colour`` plays now (None: resign), after the rules in the module docstring.
+    def _choose(self, colour: int, cleanup: bool = False, analysed: bool = False) -> tuple[Decision, int | None]:
+        """The decision for ``colour``'s move now (Go's move rules applied by the `Player`) and
+        the move to play (None: resign).
 
         ``analysed``: the decision lists every legal move (for an analysis line), not the top few.
         """
         state = self._line_for(colour)
         player = self.player(state)
-        game = self.game
-        board = state.board().ravel()
-        stone = 1 if colour == 0 else -1
-        score = state.score() * stone  # area score from our view, all stones alive
-        judged = self._judged(state)[0].score() * stone  # dead stones removed
-        wins_now = score > 0 and judged > 0
-        opponent_passed = state.last_action == game.pass_action
-        if opponent_passed and not cleanup and wins_now:
-            return None, game.pass_action  # the game ends now, and we win it
-        options = self._move_options(colour, int((board == 0).sum()))
+        options = replace(self._move_options(colour, int((state.board() == 0).sum())), cleanup=cleanup)
         if analysed:
-            options = replace(options, top_moves=game.num_actions)
+            options = replace(options, top_moves=self.game.num_actions)
         decision = player.decide(options)
         self.clock.spend(colour, decision.elapsed)
-        if self._resign[colour].should_resign(decision.value):
+        if decision.rule is not MoveRule.PASS_WINS and self._resign[colour].should_resign(decision.value):
             return decision, None
-        action = decision.action
-        q = decision.result.q
-        if action != game.pass_action and go_board.is_own_eye(board, game.size, action, stone):
-            if q[game.pass_action] >= q[action] - EYE_FILL_MARGIN:
-                action = game.pass_action
-        if action == game.pass_action and (cleanup or not wins_now):
-            action = self._cleanup_move(state, decision)
-            if action == game.pass_action and not cleanup and judged <= 0 < score:
-                action = self._rescue_move(state, decision)
-        return decision, action
+        return decision, decision.action
 
     def _move_options(self, colour: int, empty_points: int) -> PlayOptions:
-        options = self.config.options
+        options = self.options
         if options.mode != "search":
             return options
         budget = self.clock.budget(colour, empty_points)
@@ -510,51 +482,13 @@ class GtpEngine:
         time = budget if options.time is None else min(budget, options.time)
         return replace(options, time=time)
 
-    def _judged(self, state: GoState) -> tuple[GoState, set[int]]:
-        """``state`` as a referee counts it, and the dead stones it removed (`go_board.dead_stones`
-        by the model's ownership head; none for a model without one, or when no model loads:
-        the scoring commands still answer then)."""
-        if not self.config.judge_dead_stones:
-            return state, set()
+    def _judged(self, state: GoState) -> Judgement:
+        """``state`` as a referee counts it (`Player.judged`); every stone alive when no model
+        loads, so that the scoring commands still answer then."""
         try:
-            ownership = self.player(state).ownership()
+            return self.player(state).judged()
         except GtpError:
-            return state, set()
-        if ownership is None:
-            return state, set()
-        board = state.board().ravel()
-        black_view = ownership.owner.ravel() * (1 if state.to_play == 0 else -1)
-        dead = go_board.dead_stones(board, self.game.size, black_view)
-        alive = [[p for p in np.flatnonzero(board == colour).tolist() if p not in dead] for colour in (1, -1)]
-        return self.game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play), dead
-
-    def _rescue_move(self, state: GoState, decision: Decision) -> int:
-        """The search's favourite move other than a pass, a move into our own eye or a
-        self-atari (our group the referee would call dead must try to live), else pass."""
-        stone = 1 if state.to_play == 0 else -1
-        board = state.board().ravel()
-        size = self.game.size
-        candidates = [
-            a for a in np.flatnonzero(state.legal_mask()).tolist()
-            if a != self.game.pass_action
-            and not go_board.is_own_eye(board, size, a, stone)
-            and not go_board.is_self_atari(board, size, a, stone)
-        ]
-        if not candidates:
-            return self.game.pass_action
-        result = decision.result
-        return max(candidates, key=lambda a: (int(result.visits[a]), float(result.improved_policy[a])))
-
-    def _cleanup_move(self, state: GoState, decision: Decision) -> int:
-        """The engine's favourite legal cleanup point (see `go_board.cleanup_points`), else pass."""
-        stone = 1 if state.to_play == 0 else -1
-        legal = state.legal_mask()
-        points = go_board.cleanup_points(state.board().ravel(), self.game.size, stone)
-        candidates = [p for p in points if legal[p]]
-        if not candidates:
-            return self.game.pass_action
-        result = decision.result
-        return max(candidates, key=lambda a: (int(result.visits[a]), float(result.improved_policy[a])))
+            return Judgement.all_alive(state)
 
     # --- commands: scoring and records ----------------------------------------------------
 
@@ -564,14 +498,8 @@ class GtpEngine:
             raise GtpError("syntax error")
         if status == "seki":
             return ""
-        board = self.state.board().ravel()
-        dead = self._judged(self.state)[1]
-        return "\n".join(
-            " ".join(self.game.vertex(p) for p in sorted(stones))
-            for colour in (1, -1)
-            for stones, _ in go_board.chains(board, self.game.size, colour)
-            if (stones <= dead) == (status == "dead")
-        )
+        chains = self._judged(self.state).chains(dead=status == "dead")
+        return "\n".join(" ".join(self.game.vertex(p) for p in chain) for chain in chains)
 
     def cmd_loadsgf(self, args: list[str]) -> str:
         if not 1 <= len(args) <= 2:
@@ -615,7 +543,7 @@ class GtpEngine:
             raise GtpError("the game is over")
         player = self.player(state)
         self._write(reply_head(cid) + "\n")
-        options = replace(self.config.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)
+        options = replace(self.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)
 
         def update(decision: Decision) -> bool:
             self._write(self._info_line(decision, style, request, player) + "\n")
@@ -633,8 +561,7 @@ class GtpEngine:
         self.player(self.state)  # load the model before the reply starts: a failure is then `? ...`
         self._write(reply_head(cid) + "\n")
         decision, action = self._choose(request.colour, analysed=True)
-        if decision is not None:
-            self._write(self._info_line(decision, style, request, self.player(self.state)) + "\n")
+        self._write(self._info_line(decision, style, request, self.player(self.state)) + "\n")
         self._write(f"play {self._finish_move(request.colour, action, commit=True)}\n\n")
 
     def _analysis_request(self, args: list[str]) -> _AnalysisRequest:

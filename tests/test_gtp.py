@@ -13,7 +13,6 @@ from sgfmill import sgf
 
 from engine.games.go import GoGame
 from engine.games.sgf import read_sgf
-from protocols import go_board
 from protocols.engine_process import GtpFailure, GtpProcess
 from protocols.gtp_clock import GameClock, TimeSettings
 from protocols.gtp_wire import parse
@@ -452,28 +451,3 @@ def test_passes_only_when_passing_cannot_lose(gtp) -> None:
     gtp.send("undo")
     gtp.send("play b pass")  # now White's pass would lose: White plays on, whatever the network says
     assert gtp.send("genmove w") not in ("pass", "resign")
-
-
-def test_own_eyes_self_atari_and_cleanup_points() -> None:
-    game = GoGame(9)
-    black = [game.parse_vertex(v) for v in ["B1", "A2", "B2", "C1", "C2", "D1"]]
-    white = [game.parse_vertex(v) for v in ["E1", "E2", "J9"]]
-    board = game.setup_state(black, white).board().ravel()
-    a1, d2 = game.parse_vertex("A1"), game.parse_vertex("D2")
-    assert go_board.is_own_eye(board, 9, a1, 1) and not go_board.is_own_eye(board, 9, a1, -1)
-    assert go_board.is_self_atari(board, 9, a1, -1)  # White into Black's eye
-    assert not go_board.is_self_atari(board, 9, d2, -1)
-    stones_, liberties = go_board.chain_at(board, 9, game.parse_vertex("E1"))
-    assert stones_ == {game.parse_vertex("E1"), game.parse_vertex("E2")}
-    assert liberties == {game.parse_vertex(v) for v in ["F1", "F2", "E3", "D2"]}
-    # Black's cleanup targets: every liberty of White's chains that is not self-atari for Black.
-    expected = {game.parse_vertex(v) for v in ["F1", "F2", "E3", "D2", "H9", "J8"]}
-    assert set(go_board.cleanup_points(board, 9, 1)) == expected
-    # White J9-J8 and H7 around Black's H8: J7 would leave Black one liberty (J6), so it is no target.
-    corner = game.setup_state([game.parse_vertex("H8")], [game.parse_vertex(v) for v in ["J9", "J8", "H7"]])
-    targets = {game.vertex(p) for p in go_board.cleanup_points(corner.board().ravel(), 9, 1)}
-    assert targets == {"H9", "G7", "H6"}
-    # A false eye: two enemy stones on the diagonals of a centre point.
-    centre = [game.parse_vertex(v) for v in ["E4", "D5", "F5", "E6"]]
-    false_eye = game.setup_state(centre, [game.parse_vertex("D4"), game.parse_vertex("F6")]).board().ravel()
-    assert not go_board.is_own_eye(false_eye, 9, game.parse_vertex("E5"), 1)

@@ -437,3 +437,38 @@ def test_analyze_returns_the_ownership_of_a_model_with_that_head(ownership_model
             assert len(rows) == 9 and all(len(row) == 9 for row in rows)
             assert all(v > 0.99 for row in rows for v in row[:5]) and all(v < -0.99 for row in rows for v in row[5:])
             assert isinstance(body["score"], float)
+
+
+# --- Go's move rules ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def passing_models_dir(tmp_path_factory) -> Path:
+    """A folder with a go9 model that passes in every position (its pass logit raised far
+    above the others), as the shipped model, distilled from GNU Go, may pass with dead stones
+    on the board."""
+    import torch
+
+    from training.export import export_onnx
+    from training.nets import NetConfig, build_net
+
+    torch.manual_seed(0)
+    game = engine.games.get("go9")
+    model = build_net(game, NetConfig(blocks=1, channels=8)).eval()
+    with torch.no_grad():
+        model.policy_head.fc.bias[game.pass_action] += 100.0
+    folder = tmp_path_factory.mktemp("passing") / "models"
+    folder.mkdir()
+    export_onnx(model, game, folder / "go9.onnx", training_info={"algorithm": "always passes"})
+    return folder
+
+
+def test_a_go_move_over_http_does_not_pass_while_losing_on_the_board(passing_models_dir):
+    """The Player applies Go's move rules (engine/go_rules.py) to HTTP moves as to GTP's: White,
+    behind after Black's E5, attacks the stone instead of passing as its network wants."""
+    with make_client(passing_models_dir) as passing:
+        for mode in ("reactive", "search"):
+            body = passing.post("/v1/go9/move", json={"moves": ["E5"], "mode": mode, "simulations": 8}).json()
+            assert body["move"] in {"D5", "F5", "E4", "E6"}, (mode, body)
+        # Nothing to attack and nothing to save: the network's pass stands.
+        assert passing.post("/v1/go9/move", json={"mode": "reactive"}).json()["move"] == "pass"

@@ -1,30 +1,32 @@
-"""Board facts behind the GTP engine's own move choices: chains, own eyes, self-atari, cleanup.
+"""Board facts behind Go's move rules: chains, own eyes, self-atari, cleanup points, dead stones.
 
-The rules (legality, captures, superko, area score) are `engine.games.go`'s business; what is
-here is judgement a Go engine adds on top of them: a move into its own single-point eye is a
-waste when passing is as good, when dead stones must be removed (``kgs-genmove_cleanup``,
-or passing would lose) the useful points are the liberties of enemy chains that are not
-self-atari, and a referee removes the stones a network's ownership map calls dead.
+The rules of the game (legality, captures, superko, area score) are `engine.games.go`'s
+business; what is here is what a Go *program* reads off a board to judge a move
+(`engine.go_rules`): a move into its own single-point eye is a waste when passing is as good;
+when dead stones must be removed (``kgs-genmove_cleanup``, or passing would lose) the useful
+points are the liberties of enemy chains that are not self-atari; and a referee removes the
+stones a network's ownership map calls dead.
 
-Boards are flat ``GoState.board().ravel()`` arrays: +1 Black, -1 White, 0 empty, so a point
-index is the move's action (``row * size + col``, row 0 at the top).  A colour is the stone
-value, +1 or -1.
+Plain Python over small boards: the rules read a board once per move, far from the search's
+hot loops, so numba would not pay here.  Boards are flat ``GoState.board().ravel()`` arrays:
++1 Black, -1 White, 0 empty, so a point index is the move's action (``row * size + col``, row
+0 at the top).  A colour is the stone value, +1 or -1.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
 
-@lru_cache(maxsize=None)
+@cache
 def neighbours(size: int) -> tuple[tuple[int, ...], ...]:
     """Orthogonal neighbours of every point."""
     return _around(size, ((-1, 0), (1, 0), (0, -1), (0, 1)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def diagonals(size: int) -> tuple[tuple[int, ...], ...]:
     """Diagonal neighbours of every point."""
     return _around(size, ((-1, -1), (-1, 1), (1, -1), (1, 1)))
