@@ -5,10 +5,14 @@ Every request that asks the engine something plays in a worker thread with a fre
 a position.  All players of a game evaluate through one `server.batching.BatchingEvaluator`,
 which merges the network calls of concurrent requests into one batch.
 
-Safety: a request body larger than ``max_body_bytes`` gets 413; a request over the simulation
-or time cap, a malformed position or an illegal move gets 422 with a one-line ``detail``; when
-``max_concurrency`` requests are already being answered, the next one gets 503 at once (with
-``Retry-After``) instead of waiting in an unbounded queue.  With API keys configured
+Safety: a request body larger than ``max_body_bytes`` gets 413, and one that does not arrive
+within ``read_timeout`` seconds gets 408; a request over the simulation or time cap, a
+malformed position or an illegal move gets 422 with a one-line ``detail``.  Searches and cheap
+requests (reactive moves, analyses without search, positions) take their worker threads from
+separate lanes (`server.admission`): when ``max_searches`` searches, or ``max_concurrency``
+cheap requests, are already being answered, the next one of that kind gets 503 at once (with
+``Retry-After``) instead of waiting in an unbounded queue, and the search of a client that
+disconnects is called off.  With API keys configured
 (``KLENT_API_KEYS``, comma-separated), /v1 answers only requests carrying one (``Authorization:
 Bearer <key>`` or ``X-API-Key``).  Every search also runs under a time cap, so a graceful
 shutdown (uvicorn waits for requests in flight) ends in bounded time.
@@ -16,9 +20,11 @@ shutdown (uvicorn waits for requests in flight) ends in bounded time.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import importlib.metadata
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -36,6 +42,7 @@ from fastapi.staticfiles import StaticFiles
 from engine.games.base import IllegalMoveError
 from engine.player import DEFAULT_WEIGHTS_DIR, Decision, Player, PlayOptions
 from server import metrics as metrics_module
+from server.admission import Lane, stop_on_disconnect
 from server.batching import EvaluatorClosedError
 from server.models import ModelRegistry, ServedModel
 from server.positions import PositionError, describe, parse_position, result_text
@@ -74,7 +81,9 @@ class ServerConfig:
     max_simulations: int = 2000
     max_time: float = 30.0
     max_body_bytes: int = 256 * 1024
-    max_concurrency: int = 64
+    read_timeout: float = 10.0
+    max_concurrency: int = 64  # cheap requests (no search) at once
+    max_searches: int = 32
     max_batch: int = 64
     batch_wait: float = 0.005
     threads: int | None = None
@@ -83,8 +92,10 @@ class ServerConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.default_simulations <= self.max_simulations:
             raise ValueError("need 1 <= default simulations <= max simulations")
-        if self.max_time <= 0 or self.max_body_bytes <= 0 or self.max_concurrency < 1:
-            raise ValueError("max time, max body size and max concurrency must be positive")
+        if not (self.max_time > 0 and self.read_timeout > 0 and self.max_body_bytes > 0):
+            raise ValueError("max time, read timeout and max body size must be positive")
+        if self.max_concurrency < 1 or self.max_searches < 1:
+            raise ValueError("max concurrency and max searches must be at least 1")
 
 
 class _BodyTooLarge(HTTPException):
@@ -92,12 +103,21 @@ class _BodyTooLarge(HTTPException):
         super().__init__(413, f"request body larger than {limit} bytes")
 
 
-class _Guard:
-    """ASGI middleware: body-size limit and request metrics, around everything else."""
+class _BodyTooSlow(HTTPException):
+    def __init__(self, seconds: float) -> None:
+        super().__init__(408, f"request body not received within {seconds:g} s", headers={"Connection": "close"})
 
-    def __init__(self, app: Any, max_body_bytes: int, metrics: metrics_module.ServerMetrics) -> None:
+
+class _Guard:
+    """ASGI middleware: body size and read-time limits and request metrics, around everything
+    else.  (The headers' read timeout is the connection's: `server.connections`.)"""
+
+    def __init__(
+        self, app: Any, max_body_bytes: int, read_timeout: float, metrics: metrics_module.ServerMetrics
+    ) -> None:
         self.app = app
         self.limit = max_body_bytes
+        self.read_timeout = read_timeout
         self.metrics = metrics
 
     async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
@@ -105,6 +125,8 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        body_deadline = time.monotonic() + self.read_timeout
+        body_complete = False
         status = 500
         received = 0
 
@@ -115,18 +137,28 @@ class _Guard:
             await send(message)
 
         async def receive_limited() -> dict[str, Any]:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_complete
+            if body_complete:  # what follows the body is the disconnect, whenever it comes
+                return await receive()
+            try:
+                with anyio.fail_after(max(0.0, body_deadline - time.monotonic())):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyTooSlow(self.read_timeout) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:  # chunked bodies have no Content-Length to check
                     raise _BodyTooLarge(self.limit)
+                body_complete = not message.get("more_body", False)
             return message
 
         try:
             with self.metrics.in_flight.track_inprogress():
                 length = dict(scope["headers"]).get(b"content-length")
-                if length is not None and (not length.isdigit() or int(length) > self.limit):
+                if length is not None and not length.isdigit():
+                    response = JSONResponse({"detail": "invalid Content-Length header"}, 400)
+                    await response(scope, receive, send_counting)
+                elif length is not None and int(length) > self.limit:
                     response = JSONResponse({"detail": f"request body larger than {self.limit} bytes"}, 413)
                     await response(scope, receive, send_counting)
                 else:
@@ -149,11 +181,12 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
             threads=config.threads,
             observer=metrics.record_batch,
         )
-    service = _Service(config, registry)
+    service = _Service(config, registry, metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service.limiter = anyio.CapacityLimiter(config.max_concurrency)
+        # One worker thread per slot of either lane (the lanes' counts keep within it).
+        service.limiter = anyio.CapacityLimiter(config.max_concurrency + config.max_searches)
         await anyio.to_thread.run_sync(service.warm_up)
         yield
         registry.close()
@@ -167,7 +200,9 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
     )
     app.state.service = service
     app.state.metrics = metrics
-    app.add_middleware(_Guard, max_body_bytes=config.max_body_bytes, metrics=metrics)
+    app.add_middleware(
+        _Guard, max_body_bytes=config.max_body_bytes, read_timeout=config.read_timeout, metrics=metrics
+    )
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
@@ -185,11 +220,14 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
+    # HEAD as well as GET: load balancers and uptime checkers probe with either.
+    @app.head("/healthz", include_in_schema=False)
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:
         """The process answers."""
         return {"status": "ok"}
 
+    @app.head("/readyz", include_in_schema=False)
     @app.get("/readyz", tags=["operations"])
     async def readyz() -> JSONResponse:
         """Models loaded and their batching threads running."""
@@ -223,19 +261,24 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
         )
 
     @api.post("/{game}/move")
-    async def move(game: str, request: MoveRequest) -> MoveResponse:
+    async def move(game: str, body: MoveRequest, request: Request) -> MoveResponse:
         """The engine's move in a position, with its evaluation and top moves."""
-        return await service.run(service.move, service.model(game), request)
+        model = service.model(game)
+        lane = service.searches if body.mode == "search" else service.cheap
+        return await service.run(lane, request, lambda stop: service.move(model, body, stop))
 
     @api.post("/{game}/analyze")
-    async def analyze(game: str, request: AnalyzeRequest) -> AnalyzeResponse:
+    async def analyze(game: str, body: AnalyzeRequest, request: Request) -> AnalyzeResponse:
         """Every legal move's prior and action value (one network call), and a search if asked."""
-        return await service.run(service.analyze, service.model(game), request)
+        model = service.model(game)
+        lane = service.searches if body.search else service.cheap
+        return await service.run(lane, request, lambda stop: service.analyze(model, body, stop))
 
     @api.post("/{game}/position")
-    async def position(game: str, request: PositionRequest) -> PositionOut:
+    async def position(game: str, body: PositionRequest, request: Request) -> PositionOut:
         """The board, side to move, legal moves and result of a position (no network call)."""
-        return await service.run(service.position, service.model(game), request)
+        model = service.model(game)
+        return await service.run(service.cheap, request, lambda stop: service.position(model, body))
 
     app.include_router(api)
     return app
@@ -244,10 +287,11 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
 class _Service:
     """The request handlers' state and the work they run in worker threads."""
 
-    def __init__(self, config: ServerConfig, registry: ModelRegistry) -> None:
+    def __init__(self, config: ServerConfig, registry: ModelRegistry, metrics: metrics_module.ServerMetrics) -> None:
         self.config = config
         self.registry = registry
-        self.active = 0  # requests holding a slot; only touched on the event loop
+        self.searches = Lane("search", config.max_searches, metrics.working)
+        self.cheap = Lane("cheap", config.max_concurrency, metrics.working)
         self.limiter: anyio.CapacityLimiter | None = None
 
     # --- admission ----------------------------------------------------------------------------
@@ -272,21 +316,20 @@ class _Service:
             raise HTTPException(404, f"no model for game {game[:40]!r}; this server plays {served}")
         return model
 
-    async def run(self, work: Callable[[ServedModel, Any], T], model: ServedModel, request: Any) -> T:
-        """Run ``work`` in a worker thread, or answer 503 at once when every slot is taken."""
-        if self.active >= self.config.max_concurrency:
-            raise HTTPException(
-                503,
-                f"server busy: {self.config.max_concurrency} requests in progress; retry shortly",
-                headers={"Retry-After": "1"},
-            )
-        self.active += 1
-        try:
-            return await anyio.to_thread.run_sync(work, model, request, limiter=self.limiter)
-        except EvaluatorClosedError:
-            raise HTTPException(503, "server shutting down", headers={"Retry-After": "1"}) from None
-        finally:
-            self.active -= 1
+    async def run(self, lane: Lane, request: Request, work: Callable[[threading.Event], T]) -> T:
+        """Run ``work(stop)`` in a worker thread holding a slot of ``lane`` (503 at once when
+        the lane is full); ``stop`` is set if the client disconnects meanwhile."""
+        with lane.slot():
+            stop = threading.Event()
+            # A plain asyncio task, not a task group: a task group would wrap the work's
+            # HTTPException in an ExceptionGroup.  uvicorn and the TestClient run on asyncio.
+            watcher = asyncio.ensure_future(stop_on_disconnect(request, stop))
+            try:
+                return await anyio.to_thread.run_sync(work, stop, limiter=self.limiter)
+            except EvaluatorClosedError:
+                raise HTTPException(503, "server shutting down", headers={"Retry-After": "1"}) from None
+            finally:
+                watcher.cancel()
 
     # --- the work (worker threads) ------------------------------------------------------------
 
@@ -296,31 +339,32 @@ class _Service:
         for model in self.registry.models.values():
             Player(model.evaluator, PlayOptions(mode="search", simulations=4)).decide()
 
-    def move(self, model: ServedModel, request: MoveRequest) -> MoveResponse:
+    def move(self, model: ServedModel, request: MoveRequest, stop: threading.Event) -> MoveResponse:
         with model.evaluator.client():
-            return self._move(model, request)
+            return self._move(model, request, stop)
 
-    def analyze(self, model: ServedModel, request: AnalyzeRequest) -> AnalyzeResponse:
+    def analyze(self, model: ServedModel, request: AnalyzeRequest, stop: threading.Event) -> AnalyzeResponse:
         with model.evaluator.client():
-            return self._analyze(model, request)
+            return self._analyze(model, request, stop)
 
-    def _move(self, model: ServedModel, request: MoveRequest) -> MoveResponse:
+    def _move(self, model: ServedModel, request: MoveRequest, stop: threading.Event) -> MoveResponse:
         options = self._options(request, request.mode, request.top_moves, request.temperature)
         player, state = self._player(model, request, options)
-        decision = self._decide(player, options)
+        decision = self._decide(player, options, stop)
         position = None
         if request.include_position:
             position = describe(state.play(decision.action), last_move=decision.move)
         return MoveResponse(game=model.game.name, mode=request.mode, position=position, **_search_out(decision))
 
-    def _analyze(self, model: ServedModel, request: AnalyzeRequest) -> AnalyzeResponse:
+    def _analyze(self, model: ServedModel, request: AnalyzeRequest, stop: threading.Event) -> AnalyzeResponse:
         start = time.perf_counter()
         every_move = PlayOptions(mode="reactive", top_moves=model.game.num_actions)
         player, _ = self._player(model, request, every_move)
-        reactive = self._decide(player, every_move)
+        reactive = self._decide(player, every_move, stop)
         search = None
         if request.search:
-            search = SearchOut(**_search_out(self._decide(player, self._options(request, "search", request.top_moves))))
+            options = self._options(request, "search", request.top_moves)
+            search = SearchOut(**_search_out(self._decide(player, options, stop)))
         # The reactive call's ownership and score, turned to Black's view as a board is drawn.
         ownership, score = reactive.result.ownership, reactive.result.score
         black = 1.0 if player.state.to_play == 0 else -1.0
@@ -370,9 +414,10 @@ class _Service:
         return player, parsed.state
 
     @staticmethod
-    def _decide(player: Player, options: PlayOptions) -> Decision:
+    def _decide(player: Player, options: PlayOptions, stop: threading.Event) -> Decision:
+        """``stop`` ends a search early (reactive play is one network call and ignores it)."""
         try:
-            return player.decide(options)
+            return player.decide(options, stop=stop)
         except IllegalMoveError as error:  # a position with no legal move
             raise PositionError(str(error)) from None
 

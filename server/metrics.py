@@ -1,7 +1,7 @@
 """Server metrics for Prometheus, counted and written out by ``prometheus_client``.
 
-This module only names the server's figures (requests, their latency, network batch sizes and
-evaluations) and keeps them in a registry of the app's own rather than the library's global
+This module only names the server's figures (requests, their latency, the worker threads in
+use, network batch sizes and evaluations) and keeps them in a registry of the app's own rather than the library's global
 one, so that several apps in one process (the tests) do not collide on metric names.
 """
 
@@ -79,6 +79,12 @@ class ServerMetrics:
         )
         self.in_flight = Gauge(
             "klent_http_requests_in_flight", "Requests being answered now.", registry=self.registry
+        )
+        self.working = Gauge(
+            "klent_requests_working",
+            "Requests holding a worker thread now, by lane (search, cheap).",
+            ("lane",),
+            registry=self.registry,
         )
         self.batch_size = Histogram(
             "klent_network_batch_size",

@@ -7,9 +7,11 @@ not the strength of play.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import signal
+import socket
 import threading
 import time
 import warnings
@@ -222,20 +224,37 @@ def test_every_search_is_capped_by_the_server_time_limit(models_dir):
         assert 0 < body["simulations"] < 1_000_000 and body["elapsed"] < 1.5
 
 
-def test_busy_server_answers_503_at_once(models_dir):
-    with make_client(models_dir, max_simulations=1_000_000, max_concurrency=1) as busy:
+def test_busy_server_answers_503_at_once_but_not_to_cheap_requests(models_dir):
+    """Searches fill their own lane: the next search gets 503 at once, while a reactive move,
+    an analysis and a position are still answered (issue 24: long searches starved them)."""
+    with make_client(models_dir, max_simulations=1_000_000, max_searches=1) as busy:
         with ThreadPoolExecutor(1) as pool:
             slow = pool.submit(busy.post, "/v1/go9/move", json={"simulations": 1_000_000, "time": 1.5})
-            service = busy.app.state.service
+            lane = busy.app.state.service.searches
             deadline = time.monotonic() + 10
-            while service.active == 0 and time.monotonic() < deadline:
+            while lane.active == 0 and time.monotonic() < deadline:
                 time.sleep(0.01)
             start = time.perf_counter()
-            rejected = busy.post("/v1/go9/move", json={"mode": "reactive"})
+            rejected = busy.post("/v1/go9/analyze", json={"search": True, "simulations": 8})
             assert time.perf_counter() - start < 1.0
             assert rejected.status_code == 503 and rejected.headers["retry-after"] == "1"
-            assert "busy" in rejected.json()["detail"]
+            assert "busy" in rejected.json()["detail"] and "search" in rejected.json()["detail"]
+            start = time.perf_counter()
+            for path, body in (("move", {"mode": "reactive"}), ("analyze", {}), ("position", {})):
+                assert busy.post(f"/v1/go9/{path}", json=body).status_code == 200, path
+            assert time.perf_counter() - start < 1.0
+            assert not slow.done()
             assert slow.result().status_code == 200
+        assert busy.post("/v1/go9/move", json={"simulations": 8}).status_code == 200
+
+
+def test_cheap_requests_have_their_own_limit(models_dir):
+    with make_client(models_dir, max_concurrency=1) as busy:
+        lane = busy.app.state.service.cheap
+        with lane.slot():  # a cheap request in progress
+            rejected = busy.post("/v1/go9/move", json={"mode": "reactive"})
+            assert rejected.status_code == 503 and "cheap" in rejected.json()["detail"]
+            assert busy.post("/v1/go9/move", json={"simulations": 8}).status_code == 200
         assert busy.post("/v1/go9/move", json={"mode": "reactive"}).status_code == 200
 
 
@@ -437,6 +456,95 @@ def test_analyze_returns_the_ownership_of_a_model_with_that_head(ownership_model
             assert len(rows) == 9 and all(len(row) == 9 for row in rows)
             assert all(v > 0.99 for row in rows for v in row[:5]) and all(v < -0.99 for row in rows for v in row[5:])
             assert isinstance(body["score"], float)
+
+
+# --- a real server: abandoned searches, read timeouts, the port, HEAD ------------------------------
+
+READ_TIMEOUT = 1.0
+
+
+@pytest.fixture(scope="module")
+def live_server(models_dir):
+    args = ["--read-timeout", str(READ_TIMEOUT), "--max-simulations", "1000000", "--max-searches", "64"]
+    with running_server(models_dir, args) as server:
+        yield server
+
+
+def raw_request(server, text: str) -> socket.socket:
+    """A connection to ``server`` that has sent ``text`` (which may be an unfinished request)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    connection = socket.create_connection((host, int(port)), timeout=10)
+    connection.sendall(text.encode())
+    return connection
+
+
+def post_text(path: str, body: dict) -> str:
+    data = json.dumps(body)
+    return (f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\n\r\n{data}")
+
+
+def searches_working(server) -> float:
+    return metric(httpx.get(f"{server.url}/metrics").text, "klent_requests_working", lane="search")
+
+
+def test_abandoned_searches_are_called_off_and_never_lock_out_the_api(live_server):
+    """Issue 24: 64 searches whose clients leave after 1 s made every endpoint answer 503 for
+    the next 30 s.  Now a reactive move is answered at once, and the searches stop."""
+    search = post_text("/v1/go9/move", {"simulations": 1_000_000, "time": 30})
+    connections = [raw_request(live_server, search) for _ in range(64)]
+    time.sleep(1.0)
+    deadline = time.monotonic() + 10  # a busy machine may take a moment to start them all
+    while searches_working(live_server) < 64:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    for connection in connections:
+        connection.close()
+    start = time.perf_counter()
+    reactive = httpx.post(f"{live_server.url}/v1/go9/move", json={"mode": "reactive"}, timeout=10)
+    assert reactive.status_code == 200, reactive.text
+    assert time.perf_counter() - start < 1.0
+    deadline = time.monotonic() + 5
+    while searches_working(live_server) > 0:
+        assert time.monotonic() < deadline, "abandoned searches still hold their slots"
+        time.sleep(0.1)
+    assert httpx.post(f"{live_server.url}/v1/go9/move", json={"simulations": 8}, timeout=10).status_code == 200
+
+
+def test_idle_and_slow_connections_are_closed(live_server):
+    """Issue 24: idle connections stayed open for more than 30 s.  A connection must send a
+    request's headers within the read timeout, and then its body within it again (408)."""
+    idle = [raw_request(live_server, "") for _ in range(50)]
+    partial = raw_request(live_server, "POST /v1/go9/move HTTP/1.1\r\nHost: te")
+    slow_body = raw_request(live_server, post_text("/v1/go9/move", {"mode": "reactive"})[:-5])
+    answered = raw_request(live_server, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+    start = time.monotonic()
+    for connection in [*idle, partial, slow_body, answered]:
+        received = b""
+        while chunk := connection.recv(65536):  # until the server closes the connection
+            received += chunk
+        if connection is slow_body:
+            assert received.startswith(b"HTTP/1.1 408 ") and b"not received within 1 s" in received
+        elif connection is answered:  # answered, then closed once idle past the read timeout
+            assert received.startswith(b"HTTP/1.1 200 ")
+        else:
+            assert received == b""
+        connection.close()
+    assert time.monotonic() - start < READ_TIMEOUT + 3.0
+    assert httpx.get(f"{live_server.url}/healthz").status_code == 200
+
+
+def test_head_requests_on_the_health_checks(live_server):
+    for path in ("/healthz", "/readyz"):
+        response = httpx.head(f"{live_server.url}{path}")
+        assert response.status_code == 200 and response.content == b""
+
+
+@pytest.mark.parametrize("port", ["0", "70000", "-1"])
+def test_a_port_out_of_range_is_a_one_line_error(models_dir, port, capsys):
+    assert klent_main(["serve", "--models", str(models_dir), "--port", port]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "--port must be between 1 and 65535" in error
 
 
 # --- Go's move rules ----------------------------------------------------------------------------

@@ -33,8 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="longest search in seconds; every search is capped by it (default %(default)s)")
     limits.add_argument("--max-body-bytes", type=int, default=defaults.max_body_bytes,
                         help="largest request body (default %(default)s)")
+    limits.add_argument("--read-timeout", type=float, default=defaults.read_timeout,
+                        help="seconds a client has to send a request's headers, and again its body "
+                             "(default %(default)s)")
+    limits.add_argument("--max-searches", type=int, default=defaults.max_searches,
+                        help="searches answered at once; more get 503 (default %(default)s)")
     limits.add_argument("--max-concurrency", type=int, default=defaults.max_concurrency,
-                        help="requests answered at once; more get 503 (default %(default)s)")
+                        help="requests without a search (reactive moves, analyses, positions) answered "
+                             "at once; more get 503 (default %(default)s)")
     batching = parser.add_argument_group("network batching")
     batching.add_argument("--max-batch", type=int, default=defaults.max_batch,
                           help="most positions per network call; 1 turns batching off (default %(default)s)")
@@ -49,15 +55,21 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    from klent.cli import CommandError
     from server.app import ServerConfig, api_keys_from_env, create_app
+    from server.connections import KEEP_ALIVE_SECONDS, with_read_timeout
 
+    if not 1 <= args.port <= 65535:  # uvicorn would bind the port number modulo 65536
+        raise CommandError(f"--port must be between 1 and 65535, got {args.port}")
     config = ServerConfig(
         models_dir=Path(args.models),
         default_simulations=args.default_simulations,
         max_simulations=args.max_simulations,
         max_time=args.max_time,
         max_body_bytes=args.max_body_bytes,
+        read_timeout=args.read_timeout,
         max_concurrency=args.max_concurrency,
+        max_searches=args.max_searches,
         max_batch=args.max_batch,
         batch_wait=args.batch_wait_ms / 1000,
         threads=args.threads,
@@ -74,6 +86,8 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         log_level="info",
         access_log=args.access_log,
+        http=with_read_timeout(config.read_timeout),
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         # A search never runs longer than max_time, so requests in flight finish within this.
         timeout_graceful_shutdown=int(config.max_time) + 5,
     )
