@@ -48,7 +48,17 @@ __all__ = [
 
 Mode = Literal["reactive", "search"]
 
-DEFAULT_WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+
+def _shipped_weights_dir() -> Path:
+    """Where the shipped models are: ``engine/weights`` after a regular install (pyproject's
+    package data), else ``weights/`` at the root of the source tree (a checkout, and editable
+    installs, which run from it)."""
+    engine_dir = Path(__file__).resolve().parent
+    installed = engine_dir / "weights"
+    return installed if installed.is_dir() else engine_dir.parent / "weights"
+
+
+DEFAULT_WEIGHTS_DIR = _shipped_weights_dir()
 FIRST_ANALYSIS_SEARCH = 64  # simulations of the first search of an analysis
 
 

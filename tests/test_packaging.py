@@ -1,0 +1,70 @@
+"""The distribution: a regular (not editable) install holds every module and the shipped models,
+and the engine finds those models there (pyproject.toml lists the packages and maps weights/ to
+the package ``engine.weights``)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("klent", "engine", "protocols", "server", "training", "benchmarks")
+SHIPPED = ("*.onnx", "*.md", "*.png")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the source tree (the build writes its metadata beside the
+    sources), with the installed setuptools: no network."""
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (source / "weights").mkdir()
+    for pattern in SHIPPED:
+        for path in (ROOT / "weights").glob(pattern):
+            shutil.copy(path, source / "weights" / path.name)
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (built,) = out.glob("klent-*.whl")
+    return built
+
+
+def test_the_wheel_holds_every_module_and_the_shipped_models(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {
+        path.relative_to(ROOT).as_posix()
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
+    assert not modules - names, "modules missing from the wheel: list their packages in pyproject.toml"
+    shipped = {f"engine/weights/{path.name}" for pattern in SHIPPED for path in (ROOT / "weights").glob(pattern)}
+    assert "engine/weights/go9.onnx" in shipped and shipped <= names
+    assert not any(name.startswith(("weights/", "engine/weights/training")) for name in names)
+    assert {"server/static/index.html", "training/configs/go9_cpu.toml"} <= names
+
+
+def test_an_installed_engine_finds_its_shipped_models(wheel: Path, tmp_path: Path) -> None:
+    """The wheel unpacked as an install would place it, with the source tree off the path."""
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    code = (
+        "import engine.games, engine.player\n"
+        "print(engine.player.DEFAULT_WEIGHTS_DIR)\n"
+        "print(engine.player.model_path_for(engine.games.get('go9')).is_file())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=True, capture_output=True, text=True, timeout=120,
+    ).stdout.split()
+    assert out == [str(tmp_path / "engine" / "weights"), "True"]
