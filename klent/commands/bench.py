@@ -14,6 +14,7 @@ BENCHMARKS = {
     "server": "HTTP requests/s and latency with request batching vs one at a time",
     "ab": "head-to-head of two trained models (training A/B runs)",
     "slope": "a training run's snapshots against a fixed pool of references",
+    "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
 }
 
 
