@@ -22,7 +22,8 @@ from training import teacher
 from training.distill import LabelledSet, batches, distill_loss, to_samples, validation_metrics
 from training.nets import NetConfig, build_net
 from training.selfplay import SelfPlayConfig
-from training.trainer import EvalConfig, OptimConfig, Trainer, TrainConfig, load_config
+from training.config import EvalConfig, OptimConfig, TrainConfig, load_config
+from training.trainer import Trainer
 
 CONFIGS = Path(__file__).resolve().parent.parent / "training" / "configs"
 
@@ -160,7 +161,7 @@ def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_u
 
     loss_before = validation_loss()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    from training.trainer import fit
+    from training.fitting import fit
 
     for iteration in range(5):  # about one epoch: 1,500 positions overfit after that
         samples = to_samples(data, batches(data, 256, 0, iteration), game.num_actions, 0.05)

@@ -14,7 +14,7 @@ import numpy as np
 from training.metrics import read_metrics
 from training.nets import load_checkpoint
 from training.selfplay import SelfPlayConfig
-from training.trainer import EvalConfig, config_to_toml, load_config
+from training.config import EvalConfig, config_to_toml, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,10 +13,10 @@ import engine.games as games
 from engine.games.countup import CountUpGame, CountUpState
 from engine.network import MASKED_LOGIT, softmax
 from training import klent
+from training.fitting import fit
 from training.nets import NetOutputs
-from training.selfplay import GameSlots, collect_klent
+from training.selfplay import GameSlots
 from training.torch_evaluator import TorchEvaluator
-from training.trainer import fit, klent_batch_loss
 
 # ---------------------------------------------------------------------------------------------
 # Improved policy
@@ -259,8 +259,8 @@ def train_countup(config: klent.KlentConfig, iterations: int, seed: int = 0) -> 
     evaluator = TorchEvaluator(model, game, "cpu")
     slots = GameSlots(game, 128, np.random.default_rng(seed), archive=None)
     for _ in range(iterations):
-        samples = collect_klent(slots, evaluator, config, steps=8)
-        fit(model, optimizer, samples, klent_batch_loss, 256, 1, torch.device("cpu"))
+        samples = klent.collect(slots, evaluator, config, steps=8)
+        fit(model, optimizer, samples, klent.batch_loss, 256, 1, torch.device("cpu"))
     states = [CountUpState(game, count, count % 2) for count in range(game.target)]
     return softmax(evaluator.evaluate(states).policy_logits.astype(np.float64))
 

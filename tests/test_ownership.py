@@ -10,10 +10,10 @@ from engine.games.go import GoGame
 from engine.network import Evaluation, apply_legal_mask
 from training import klent
 from training.archive import StartArchive
+from training.fitting import symmetry_image
 from training.nets import NetConfig, NetOutputs, build_net
 from training.ownership import auxiliary_loss, final_targets
-from training.selfplay import GameSlots, collect_klent
-from training.trainer import symmetry_image
+from training.selfplay import GameSlots
 
 B, W, E = 1, -1, 0
 
@@ -93,7 +93,7 @@ def test_self_play_samples_get_their_finished_games_final_ownership_and_score() 
     archive = FixedStart(capacity=1, initial_prob=0.0)
     StartArchive.add(archive, state.moves(), len(state.moves()) - 2)
     slots = GameSlots(game, 3, np.random.default_rng(0), archive)
-    samples = collect_klent(slots, PassingEvaluator(game), klent.KlentConfig(), steps=5, ownership_targets=True)
+    samples = klent.collect(slots, PassingEvaluator(game), klent.KlentConfig(), steps=5, ownership_targets=True)
     assert samples.ownership is not None and samples.score is not None
     ownership = samples.ownership.reshape(5, 3, 25)
     score = samples.score.reshape(5, 3)
@@ -108,7 +108,7 @@ def test_self_play_samples_get_their_finished_games_final_ownership_and_score() 
         for slot in range(3):
             np.testing.assert_array_equal(ownership[step, slot], sign * black)
             assert score[step, slot] == sign * state.score()
-    plain = collect_klent(GameSlots(game, 2, np.random.default_rng(0), None), PassingEvaluator(game),
+    plain = klent.collect(GameSlots(game, 2, np.random.default_rng(0), None), PassingEvaluator(game),
                           klent.KlentConfig(), steps=2)
     assert plain.ownership is None and plain.score is None
 

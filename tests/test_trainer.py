@@ -1,5 +1,5 @@
-"""The trainer (training/trainer.py) and `klent train` / `klent plot`: configs, checkpoints,
-exact resumption, crash safety and learning end to end."""
+"""The trainer (training/trainer.py and the modules it is built from) and `klent train` /
+`klent plot`: configs, checkpoints, exact resumption, crash safety and learning end to end."""
 
 from __future__ import annotations
 
@@ -21,22 +21,13 @@ from benchmarks.training import random_samples
 from klent.cli import main as klent_main
 from klent.commands.plot import run_summary
 from training import klent
+from training.config import EvalConfig, OptimConfig, TrainConfig, config_changes, config_to_toml, load_config
+from training.fitting import fit, symmetry_image
 from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
 from training.nets import NetConfig, build_net, load_checkpoint
 from training.selfplay import SelfPlayConfig
 from engine.games.go import GoGame
-from training.trainer import (
-    EvalConfig,
-    OptimConfig,
-    Trainer,
-    TrainConfig,
-    config_changes,
-    config_to_toml,
-    fit,
-    klent_batch_loss,
-    load_config,
-    symmetry_image,
-)
+from training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "training" / "configs"
@@ -85,7 +76,7 @@ def test_every_shipped_config_loads_and_gpu_presets_are_the_papers_setup(tmp_pat
 def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('game = "countup"\n[selfplay]\ngames = 4\nthreads = 2\n')
-    with pytest.raises(ValueError, match=r"\[selfplay\]: threads"):
+    with pytest.raises(ValueError, match=r"\[selfplay\] threads is not a setting"):
         load_config(bad)
     bad.write_text('game = "countup"\n[klent]\npreset = "kl-ony"\n')
     with pytest.raises(ValueError, match="kl-ony"):
@@ -105,7 +96,7 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
     ("section", "setting", "named"),
     [
         ("optim", "lr = inf", r"\[optim\] lr must"),
-        ("optim", "lr_schedule = [[5, nan]]", r"\[optim\] lr_schedule must"),
+        ("optim", "lr_schedule = [[5, nan]]", r"\[optim\] lr_schedule\[0\]\[1\] must"),
         ("optim", "score_weight = nan", r"\[optim\] score_weight must"),
         ("selfplay", "archive_initial_prob = nan", r"\[selfplay\] archive_initial_prob must"),
         ("distill", "q_weight = inf", r"\[distill\] q_weight must"),
@@ -119,6 +110,59 @@ def test_non_finite_settings_are_refused(tmp_path: Path, section: str, setting: 
     with pytest.raises(ValueError, match=named + " be finite") as error:
         load_config(bad)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ('game = "go9"\n[game_options]\nkomi = 7.5\nkomy = 6.5\n', r"\[game_options\] komy is not a setting"),
+        ('game = "go9"\n[game_options]\nkomi = "7.5"\n', r"\[game_options\] komi must be a number"),
+        ('game = "countup"\niterations = "many"\n', 'iterations must be an integer, not "many"'),
+        ('game = "countup"\niterations = -5\n', "iterations must be >= 1, not -5"),
+        ('game = "countup"\niterations = 2.5\n', "iterations must be an integer, not 2.5"),
+        ('game = "countup"\niterations = true\n', "iterations must be an integer, not true"),
+        ('game = "countup"\nseed = 18446744073709551616\n', "seed must be <= 4294967295"),
+        ('game = "countup"\nseed = -1\n', "seed must be >= 0"),
+        ('game = "countup"\n[selfplay]\ngames = 2.0\n', r"\[selfplay\] games must be an integer"),
+        ('game = "countup"\n[optim]\nsymmetries = 1\n', r"\[optim\] symmetries must be true or false"),
+        ('game = "countup"\n[klent]\nalpha = true\n', r"\[klent\] alpha must be a number"),
+        ('game = "countup"\n[gumbel_az]\nsimulations = 2.5\n', r"\[gumbel_az\] simulations must be an integer"),
+        ('game = "countup"\n[gumbel_az]\nc_scael = 1.0\n', r"\[gumbel_az\] c_scael is not a setting"),
+        ('game = "countup"\n[net]\nwidth = 3\n', r"\[net\] width is not a setting"),
+    ],
+)
+def test_config_mistakes_are_one_line_errors_naming_the_file_and_the_key(
+    tmp_path: Path, text: str, named: str
+) -> None:
+    """Once a TypeError traceback (an unknown game option), silent (-5 iterations did nothing,
+    2.5 did 3, true did 1) or an OverflowError deep in torch (a seed past 64 bits)."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(ValueError, match=named) as error:
+        load_config(bad)
+    assert str(error.value).startswith(f"{bad}: ") and "\n" not in str(error.value)
+
+
+def test_a_binary_config_file_is_named_in_its_error(tmp_path: Path) -> None:
+    binary = tmp_path / "model.onnx"
+    binary.write_bytes(b"\x08\x07\x12\x07pytorch\xff\xfe\x00")
+    with pytest.raises(ValueError, match=f"{binary}: not a TOML file") as error:
+        load_config(binary)
+    assert "\n" not in str(error.value)
+
+
+def test_klent_train_prints_a_config_mistake_as_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('game = "go9"\n[game_options]\nkomy = 6.5\n')
+    assert klent_main(["train", "--config", str(bad), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"{bad}: [game_options] komy is not a setting" in err, err
+    good = tmp_path / "good.toml"  # an override that does not fit the config's game options
+    good.write_text('game = "go9"\n[game_options]\nkomi = 6.5\n')
+    assert klent_main(["train", "--config", str(good), "--game", "chess", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "[game_options] komi is not a setting" in err, err
+    assert not (tmp_path / "run").exists()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,6 +285,49 @@ def test_sigkill_mid_iteration_leaves_a_resumable_run(tmp_path: Path) -> None:
     OnnxEvaluator(out / "latest.onnx")
 
 
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        (lambda payload: payload.pop("train_config"), "holds no train_config"),
+        (lambda payload: payload.pop("optimizer"), "holds no optimizer"),
+        (lambda payload: payload.pop("counters"), "holds no counters"),
+        (lambda payload: payload["counters"].pop("iteration"), "counters.iteration is missing"),
+        (lambda payload: payload["counters"].update(samples=2.5), "counters.samples must be an integer"),
+        (lambda payload: payload["processes"][0].pop("rng"), "processes are not a list of rng and games"),
+        (lambda payload: payload["train_config"].update(iterations="many"), "its train_config: iterations must"),
+    ],
+)
+def test_a_checkpoint_that_lacks_the_run_state_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage, named: str
+) -> None:
+    """Once a KeyError traceback from `klent train --resume`."""
+    out = tmp_path / "run"
+    Trainer(countup_config(eval=EvalConfig(every=0)), out, threads=1).run(iterations=1, progress=False)
+    path = out / "checkpoint.pt"
+    payload = torch.load(path, weights_only=True)
+    damage(payload)
+    torch.save(payload, path)
+    assert klent_main(["train", "--out", str(out), "--resume", "--threads", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and str(path) in err and named in err, err
+
+
+def test_a_resumed_run_removes_the_temporary_files_of_a_killed_write(tmp_path: Path) -> None:
+    """`atomic_target` names its temporary files .NAME.RANDOM.tmp.SUFFIX: a process killed
+    mid-write left them for good."""
+    config = countup_config(eval=EvalConfig(every=0), keep_every=1)
+    out = tmp_path / "run"
+    Trainer(config, out, threads=1).run(iterations=1, progress=False)
+    stale = [out / ".checkpoint.pt.k2j4x9q1.tmp.pt", out / ".latest.onnx.a8d7f6e5.tmp.onnx",
+             out / ".metrics.jsonl.zz99yy88.tmp.jsonl", out / "snapshots" / ".iteration-000002.onnx.q1w2e3r4.tmp.onnx"]
+    for path in stale:
+        path.write_bytes(b"half a file")
+    Trainer(config, out, resume=True, threads=1)
+    assert not [path for path in stale if path.exists()]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "checkpoint.pt", "config.toml", "latest.onnx", "metrics.jsonl", "snapshots"]
+
+
 def test_a_diverging_loss_stops_the_run_and_keeps_the_last_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -251,11 +338,13 @@ def test_a_diverging_loss_stops_the_run_and_keeps_the_last_checkpoint(
     assert klent_main([*command, "--iterations", "1"]) == 0
     checkpoint, model = (out / "checkpoint.pt").read_bytes(), (out / "latest.onnx").read_bytes()
 
+    finite_loss = klent.batch_loss
+
     def nan_loss(outputs, batch):  # what an exploding learning rate ends in
-        loss, parts = klent_batch_loss(outputs, batch)
+        loss, parts = finite_loss(outputs, batch)
         return loss * float("nan"), parts
 
-    monkeypatch.setattr("training.trainer.klent_batch_loss", nan_loss)
+    monkeypatch.setattr("training.klent.batch_loss", nan_loss)
     capsys.readouterr()
     assert klent_main([*command, "--resume", "--iterations", "3"]) != 0
     err = capsys.readouterr().err
@@ -404,7 +493,7 @@ def test_bfloat16_fitting_computes_the_float32_losses_to_bfloat16_accuracy() -> 
     losses = {}
     for precision in ("float32", "bfloat16"):
         torch.manual_seed(0)  # the same minibatches
-        losses[precision] = fit(model, optimizer, samples, klent_batch_loss, 128, 1, torch.device("cpu"),
+        losses[precision] = fit(model, optimizer, samples, klent.batch_loss, 128, 1, torch.device("cpu"),
                                 autocast=OptimConfig(precision=precision).autocast_dtype())
     for part in ("policy_loss", "value_loss"):
         exact, reduced = losses["float32"][part], losses["bfloat16"][part]

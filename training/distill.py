@@ -16,41 +16,44 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
    regret of that choice (best value minus its value: what reactive play loses per move, by the
    teacher's reckoning) and of argmax Q_theta's choice (Ruoss et al. play that way), the mean squared Q error, and the share of *tactical* positions solved
    -- those where the teacher's best move is worth at least `TACTIC_GAP` more than any other (a
-   mate, a winning capture, the only defence): a reactive player must find exactly that move.
+   mate, a winning capture, the only defence): a reactive player must find exactly that move;
+6. `Distill`, the algorithm as the trainer runs it (`training.algorithm.Algorithm`): each
+   process fits its share of every iteration's positions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any
 
 import numpy as np
 import torch
+from pydantic import Field
 from tqdm import tqdm
 
 from engine.games.base import Game
 from engine.games.go import GoGame
+from training.fitting import Batch, Loss
 from training.klent import masked_log_policy
 from training.nets import NetOutputs
 from training.ownership import final_targets
-from training.selfplay import Samples
+from training.selfplay import GameSlots, Samples
+from training.settings import Float, Int, Str, section
 from training.teacher import LabelConfig, Manifest, read_shard, rules
 
 TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "tactical" position
 
 
-@dataclass(frozen=True)
+@section
 class DistillConfig:
     """The ``[distill]`` section of a training config."""
 
-    data: str = ""  # folder of a labelled set (`klent distill label --out`)
-    temperature: float = 0.05  # of the policy target softmax(Q_teacher / T); 0: one-hot best
-    q_weight: float = 1.0
-    positions: int = 8192  # positions fitted per iteration
-
-    def __post_init__(self) -> None:
-        if self.temperature < 0 or self.q_weight < 0 or self.positions < 1:
-            raise ValueError("[distill] needs temperature >= 0, q_weight >= 0 and positions >= 1")
+    data: Str = ""  # folder of a labelled set (`klent distill label --out`)
+    temperature: Annotated[Float, Field(ge=0)] = 0.05  # of the policy target softmax(Q_teacher / T); 0: one-hot best
+    q_weight: Annotated[Float, Field(ge=0)] = 1.0
+    positions: Annotated[Int, Field(ge=1)] = 8192  # positions fitted per iteration
 
 
 @dataclass
@@ -290,3 +293,41 @@ def validation_metrics(
     if scored:
         metrics["val_score_mae"] = score_error / scored
     return metrics
+
+
+@dataclass(frozen=True)
+class Distill:
+    """Distillation as the trainer runs it (`training.algorithm.Algorithm`): iteration ``i``
+    fits the positions `batches` gives it, each of ``world_size`` processes its share."""
+
+    config: DistillConfig
+    labelled: LabelledSet
+    num_actions: int
+    seed: int
+    rank: int = 0
+    world_size: int = 1
+    plays_games: bool = False
+
+    @classmethod
+    def load(
+        cls, config: DistillConfig, game: Game, seed: int, rank: int, world_size: int, progress: bool
+    ) -> Distill:
+        """Read the labelled set ``config.data`` (a progress bar on the first process only)."""
+        if not config.data:
+            raise ValueError("--algo distill needs a labelled set: --data FOLDER or [distill] data")
+        labelled = LabelledSet.load(config.data, game, progress=progress and rank == 0)
+        return cls(config, labelled, game.num_actions, seed, rank, world_size)
+
+    def collect(self, slots: GameSlots, network: Callable[[], Any], iteration: int) -> Samples:
+        chosen = batches(self.labelled, self.config.positions, self.seed, iteration)
+        mine = chosen[self.rank :: self.world_size]
+        return to_samples(self.labelled, mine, self.num_actions, self.config.temperature)
+
+    def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
+        return distill_loss(outputs, batch, self.config.q_weight)
+
+    def validate(self, model: torch.nn.Module, device: torch.device) -> dict[str, float]:
+        return validation_metrics(model, self.labelled, self.num_actions, device)
+
+    def provenance(self) -> dict[str, str]:
+        return {"algorithm": "distill", "labels": self.labelled.description}  # where the knowledge came from

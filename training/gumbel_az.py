@@ -12,47 +12,50 @@ running when the collection window closes gives no value target for that window'
 baseline has no bootstrap value for it).
 
 Simulator evaluations are counted the paper's way: every state the network is asked about
-during self-play, root and search leaves alike.
+during self-play, root and search leaves alike.  `GumbelAZ` is the algorithm as the trainer
+runs it (`training.algorithm.Algorithm`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
+from pydantic import Field, ValidationError
 
 from engine.games.base import State
 from engine.network import Evaluation, Evaluator
 from engine.search import GumbelConfig, SearchLimits, search
 from training import klent
+from training.fitting import Batch, Loss
 from training.nets import NetOutputs
 from training.selfplay import GameSlots, Samples
+from training.settings import Int, check_arguments, one_line, section
 
 
-@dataclass(frozen=True)
+@section
 class GumbelAZConfig:
     """Simulations per self-play move, and the search's own settings (Gumbel scale 1 here)."""
 
-    simulations: int = 32
+    simulations: Annotated[Int, Field(ge=1)] = 32
     search: GumbelConfig = GumbelConfig()
-
-    def __post_init__(self) -> None:
-        if self.simulations < 1:
-            raise ValueError("Gumbel AlphaZero self-play needs at least one simulation per move")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GumbelAZConfig:
-        """From a config's ``[gumbel_az]`` table: ``simulations`` plus any `GumbelConfig` field."""
+        """From a config's ``[gumbel_az]`` table: ``simulations`` plus any `GumbelConfig` field;
+        a mistake is a one-line ValueError naming the key."""
         settings = dict(data)
-        simulations = int(settings.pop("simulations", cls.simulations))
+        simulations = settings.pop("simulations", cls.simulations)
+        check_arguments("[gumbel_az]", GumbelConfig, settings)
         try:
-            search = GumbelConfig(**settings)
-        except TypeError as error:  # an unknown key
-            raise ValueError(f"[gumbel_az]: {error}") from None
-        return cls(simulations=simulations, search=search)
+            return cls(simulations=simulations, search=GumbelConfig(**settings))
+        except ValidationError as error:
+            raise ValueError(one_line(error, lambda loc: "[gumbel_az] simulations")) from None
+        except ValueError as error:  # the search's own checks
+            raise ValueError(f"[gumbel_az] {error}") from None
 
 
 class CountingEvaluator:
@@ -145,3 +148,25 @@ def batch_loss(
     value_loss = (weight * (value - batch["returns"]).square()).sum() / weight.sum().clamp(min=1.0)
     loss = policy_loss + value_loss
     return loss, {"policy_loss": policy_loss.detach(), "value_loss": value_loss.detach()}
+
+
+@dataclass(frozen=True)
+class GumbelAZ:
+    """The baseline's self-play (`training.algorithm.Algorithm`): ``steps`` searched moves per
+    game slot and iteration."""
+
+    config: GumbelAZConfig
+    steps: int
+    plays_games: bool = True
+
+    def collect(self, slots: GameSlots, network: Callable[[], Evaluator], iteration: int) -> Samples:
+        return collect(slots, network(), self.config, self.steps)
+
+    def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
+        return batch_loss(outputs, batch)
+
+    def validate(self, model: torch.nn.Module, device: torch.device) -> dict[str, float]:
+        return {}
+
+    def provenance(self) -> dict[str, str]:
+        return {"algorithm": "gumbel-az"}

@@ -1,4 +1,4 @@
-"""KLENT (Ota et al.): targets and loss, readable top to bottom.
+"""KLENT (Ota et al.): self-play, targets and loss, readable top to bottom.
 
 KLENT is model-free: the network gives a policy pi_theta and action values Q_theta, and no
 search is run during training.  Everything the algorithm adds on top of plain self-play is in
@@ -10,19 +10,30 @@ this file:
 2. the state-value estimate v(s) = sum_a pi'(a|s) Q(s,a) (eq. 6);
 3. lambda-returns over alternating players (eq. 4), the targets of Q_theta;
 4. the loss CE(pi', pi_theta) + (Q_theta(S, A) - G)^2 (eq. 7);
-5. the ablation presets of the paper's table 2.
+5. self-play: a window of moves sampled from pi' in every game slot, and its targets;
+6. `Klent`, the algorithm as the trainer runs it (`training.algorithm.Algorithm`).
+The ablation presets of the paper's table 2 come first.
 
-Steps 1-3 run in numpy on self-play data (float64, log space); step 4 is torch.
+Steps 1-3 and 5 run in numpy on self-play data (float64, log space); step 4 is torch.  The game
+slots that self-play continues across iterations are shared with the Gumbel AlphaZero baseline
+(`training.selfplay.GameSlots`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from engine.games.go import GoState
+from training.fitting import Batch, Loss
+from training.nets import NetOutputs
+from training.ownership import final_targets
+from training.selfplay import EncodedEvaluator, GameSlots, Samples, StepResult, sample_actions
 
 # ---------------------------------------------------------------------------------------------
 # Hyperparameters and the ablation presets (paper table 2)
@@ -173,3 +184,172 @@ def klent_loss(
     value_loss = (q_taken - returns).square().mean()
     loss = policy_loss + value_loss
     return loss, {"policy_loss": policy_loss.detach(), "value_loss": value_loss.detach()}
+
+
+def batch_loss(
+    outputs: NetOutputs, batch: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """`klent_loss` on a minibatch of `Samples` fields."""
+    return klent_loss(
+        outputs.policy_logits, outputs.action_values, batch["masks"], batch["actions"], batch["policy"], batch["returns"]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Self-play
+# ---------------------------------------------------------------------------------------------
+
+
+def collect(
+    slots: GameSlots,
+    evaluator: EncodedEvaluator,
+    config: KlentConfig,
+    steps: int,
+    resign_threshold: float = 0.0,
+    ownership_targets: bool = False,
+) -> Samples:
+    """Play ``steps`` moves in every slot with actions sampled from pi' and build the targets.
+
+    Network calls: one per move across all slots, plus one at the window end to value the
+    states the running games stopped in (their bootstrap v).  With ``resign_threshold`` > 0 a
+    mover whose v is below -resign_threshold resigns after its move where its slot allows it
+    (see `GameSlots.step`): that move's return is then -1, close to what its Q (about v, below
+    -resign_threshold) already said.  With ``ownership_targets`` (Go), the samples of every
+    game that ends by the rules inside this window also get its final ownership and score
+    (`training.ownership`); the others (games that go on past the window, resign or hit the move
+    cap) get NaN.
+    """
+    count = len(slots)
+    shape = (steps, count)
+    obs = np.empty((steps, count, *slots.game.observation_shape), dtype=np.float32)
+    masks = np.empty((steps, count, slots.game.num_actions), dtype=np.bool_)
+    policy = np.empty((steps, count, slots.game.num_actions), dtype=np.float32)
+    actions = np.empty(shape, dtype=np.int64)
+    values = np.empty((steps + 1, count))
+    q_taken = np.empty(shape)
+    rewards = np.empty(shape)
+    terminal = np.empty(shape, dtype=np.bool_)
+    truncated = np.empty(shape, dtype=np.bool_)
+    points = int(np.prod(slots.game.observation_shape[1:]))
+    ownership = np.full((steps, count, points), np.nan, dtype=np.float32) if ownership_targets else None
+    score = np.full(shape, np.nan, dtype=np.float32)
+    players = np.empty(shape, dtype=np.int8)
+    game_start = np.zeros(count, dtype=np.int64)  # first step of each slot's game in this window
+    entropy_sum = kl_sum = 0.0
+    game_lengths: list[int] = []
+    resignations = would_resign = false_resignations = 0
+
+    for t in range(steps):
+        obs[t], masks[t] = slots.observe()
+        players[t] = [state.to_play for state in slots.states]
+        out = evaluator.evaluate_encoded(obs[t], masks[t])
+        pi_improved = improved_policy(out.policy_logits, out.action_values, masks[t], config)
+        values[t] = state_value(pi_improved, out.action_values)
+        actions[t] = sample_actions(pi_improved, slots.rng)
+        q_taken[t] = out.action_values[np.arange(count), actions[t]]
+        policy[t] = pi_improved
+        entropy_sum += entropy(pi_improved).sum()
+        log_prior = masked_log_softmax(out.policy_logits, masks[t])
+        kl_sum += kl_divergence(pi_improved, log_prior).sum()
+        hopeless = values[t] < -resign_threshold if resign_threshold > 0 else None
+        result = slots.step(actions[t], hopeless)
+        rewards[t], terminal[t], truncated[t] = result.rewards, result.terminal, result.truncated
+        if ownership is not None:
+            _fill_final_targets(ownership, score, players, game_start, t, result)
+        game_lengths += [s.move_number for s in result.final_states if s is not None]
+        resignations += int(result.resigned.sum())
+        would_resign += int(result.would_resign.sum())
+        false_resignations += int(result.false_resignations.sum())
+
+    # Bootstrap v of the states the window stopped in (all running games: finished ones were
+    # restarted).  At a move-cap cut the cut-off state has no legal moves to value, so it is
+    # valued by the network's own estimate of the move that led there: v(S_{t+1}) = -Q(S_t, A_t).
+    end_obs, end_masks = slots.observe()
+    end = evaluator.evaluate_encoded(end_obs, end_masks)
+    values[steps] = state_value(
+        improved_policy(end.policy_logits, end.action_values, end_masks, config),
+        end.action_values,
+    )
+    returns = lambda_returns(rewards, values, terminal, truncated, -q_taken, config.lam)
+
+    samples = steps * count
+    stats = {
+        "entropy": entropy_sum / samples,
+        "kl": kl_sum / samples,
+        "abs_q_error": float(np.abs(q_taken - returns).mean()),
+        "games_finished": float(len(game_lengths)),
+        "game_length": float(np.mean(game_lengths)) if game_lengths else float("nan"),
+    }
+    if resign_threshold > 0:
+        stats["resigned"] = float(resignations)
+        # Of the finished games nobody could resign in which a player judged its position lost:
+        # the share that player went on to win (AlphaGo Zero kept this under 5%).
+        stats["false_resignation_rate"] = (
+            false_resignations / would_resign if would_resign else float("nan")
+        )
+    return Samples(
+        obs=obs.reshape(samples, *obs.shape[2:]),
+        masks=masks.reshape(samples, -1),
+        actions=actions.reshape(samples),
+        policy=policy.reshape(samples, -1),
+        returns=returns.astype(np.float32).reshape(samples),
+        value_weight=np.ones(samples, dtype=np.float32),
+        simulator_evaluations=samples + count,
+        stats=stats,
+        ownership=None if ownership is None else ownership.reshape(samples, points),
+        score=None if ownership is None else score.reshape(samples),
+    )
+
+
+def _fill_final_targets(
+    ownership: np.ndarray,
+    score: np.ndarray,
+    players: np.ndarray,
+    game_start: np.ndarray,
+    t: int,
+    result: StepResult,
+) -> None:
+    """After step ``t``: the final ownership and score (`training.ownership.final_targets`) of
+    every Go game that ended by its rules, written into its samples of this window; each ended
+    game's slot starts a new game at step t + 1."""
+    for slot, final in enumerate(result.final_states):
+        if final is None:
+            continue
+        if result.terminal[slot] and not result.resigned[slot]:
+            if not isinstance(final, GoState):
+                raise TypeError("ownership targets need a Go game")
+            owner, komi = final.ownership(), final.game.komi
+            for row in range(int(game_start[slot]), t + 1):
+                ownership[row, slot], score[row, slot] = final_targets(owner, komi, int(players[row, slot]))
+        game_start[slot] = t + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. The algorithm as the trainer runs it
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Klent:
+    """KLENT self-play (`training.algorithm.Algorithm`): ``steps`` moves per game slot and
+    iteration, sampled from pi' of the current network; ``preset`` names ``config`` in model
+    files; ``resign_threshold`` and ``ownership_targets`` as in `collect`."""
+
+    config: KlentConfig
+    preset: str
+    steps: int
+    resign_threshold: float = 0.0
+    ownership_targets: bool = False
+    plays_games: bool = True
+
+    def collect(self, slots: GameSlots, network: Callable[[], EncodedEvaluator], iteration: int) -> Samples:
+        return collect(slots, network(), self.config, self.steps, self.resign_threshold, self.ownership_targets)
+
+    def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
+        return batch_loss(outputs, batch)
+
+    def validate(self, model: torch.nn.Module, device: torch.device) -> dict[str, float]:
+        return {}
+
+    def provenance(self) -> dict[str, str]:
+        return {"algorithm": f"klent:{self.preset}"}

@@ -5,10 +5,11 @@ transitions from each of N game slots; a game that ends is replaced at once by a
 game still running when the window closes carries over into the next iteration.  Its
 lambda-returns in this window bootstrap from v at the window end (`training.klent`).
 
-`GameSlots` is the part shared with the Gumbel AlphaZero baseline (`training.gumbel_az`): it
+`GameSlots` is what the self-play algorithms share (`training.klent`, `training.gumbel_az`): it
 holds the N games, applies the chosen moves, reports rewards / terminal / truncated flags and
-restarts finished games (from the Go-Exploit archive when there is one).  `collect_klent` is
-KLENT's move choice and target computation on top of it.
+restarts finished games (from the Go-Exploit archive when there is one).  Each algorithm's
+move choice and targets live in its own module; `Samples` is what every algorithm hands the
+trainer to fit.
 
 The evaluator only needs ``evaluate_encoded(obs, masks)``: both `training.torch_evaluator.
 TorchEvaluator` and `engine.network.OnnxEvaluator` have it, so self-play runs on whichever is
@@ -18,16 +19,15 @@ faster (ONNX Runtime usually is on a CPU; see benchmarks/training.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Annotated, NamedTuple, Protocol
 
 import numpy as np
+from pydantic import Field
 
 from engine.games.base import Game, State
-from engine.games.go import GoState
 from engine.network import Evaluation
-from training import klent
 from training.archive import StartArchive, replay
-from training.ownership import final_targets
+from training.settings import Float, Int, Str, section
 
 
 class EncodedEvaluator(Protocol):
@@ -36,7 +36,7 @@ class EncodedEvaluator(Protocol):
     def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation: ...
 
 
-@dataclass(frozen=True)
+@section
 class SelfPlayConfig:
     """games: parallel game slots per process; steps: transitions per slot per iteration;
     evaluator: "onnx" or "torch" for the self-play network calls; archive_size: capacity of
@@ -47,17 +47,15 @@ class SelfPlayConfig:
     moves on decided games; resign_disabled_fraction: the share of games where nobody may
     resign, which measures how often a resignation would have been wrong."""
 
-    games: int = 64
-    steps: int = 64
-    evaluator: str = "onnx"
-    archive_size: int = 0
-    archive_initial_prob: float = 0.1
-    resign_threshold: float = 0.0
-    resign_disabled_fraction: float = 0.1
+    games: Annotated[Int, Field(ge=1)] = 64
+    steps: Annotated[Int, Field(ge=1)] = 64
+    evaluator: Str = "onnx"
+    archive_size: Annotated[Int, Field(ge=0)] = 0
+    archive_initial_prob: Annotated[Float, Field(ge=0, le=1)] = 0.1
+    resign_threshold: Float = 0.0
+    resign_disabled_fraction: Float = 0.1
 
     def __post_init__(self) -> None:
-        if self.games < 1 or self.steps < 1:
-            raise ValueError("self-play needs games >= 1 and steps >= 1")
         if self.evaluator not in ("onnx", "torch"):
             raise ValueError(f"self-play evaluator must be 'onnx' or 'torch', not {self.evaluator!r}")
         if not 0.0 <= self.resign_threshold < 1.0:
@@ -226,127 +224,3 @@ def sample_actions(policy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     cdf = np.cumsum(policy, axis=1)
     draws = rng.random(len(policy)) * cdf[:, -1]
     return (cdf > draws[:, None]).argmax(axis=1)
-
-
-def collect_klent(
-    slots: GameSlots,
-    evaluator: EncodedEvaluator,
-    config: klent.KlentConfig,
-    steps: int,
-    resign_threshold: float = 0.0,
-    ownership_targets: bool = False,
-) -> Samples:
-    """Play ``steps`` moves in every slot with actions sampled from pi' and build the targets.
-
-    Network calls: one per move across all slots, plus one at the window end to value the
-    states the running games stopped in (their bootstrap v).  With ``resign_threshold`` > 0 a
-    mover whose v is below -resign_threshold resigns after its move where its slot allows it
-    (see `GameSlots.step`): that move's return is then -1, close to what its Q (about v, below
-    -resign_threshold) already said.  With ``ownership_targets`` (Go), the samples of every
-    game that ends by the rules inside this window also get its final ownership and score
-    (`training.ownership`); the others (games that go on past the window, resign or hit the move
-    cap) get NaN.
-    """
-    count = len(slots)
-    shape = (steps, count)
-    obs = np.empty((steps, count, *slots.game.observation_shape), dtype=np.float32)
-    masks = np.empty((steps, count, slots.game.num_actions), dtype=np.bool_)
-    policy = np.empty((steps, count, slots.game.num_actions), dtype=np.float32)
-    actions = np.empty(shape, dtype=np.int64)
-    values = np.empty((steps + 1, count))
-    q_taken = np.empty(shape)
-    rewards = np.empty(shape)
-    terminal = np.empty(shape, dtype=np.bool_)
-    truncated = np.empty(shape, dtype=np.bool_)
-    points = int(np.prod(slots.game.observation_shape[1:]))
-    ownership = np.full((steps, count, points), np.nan, dtype=np.float32) if ownership_targets else None
-    score = np.full(shape, np.nan, dtype=np.float32)
-    players = np.empty(shape, dtype=np.int8)
-    game_start = np.zeros(count, dtype=np.int64)  # first step of each slot's game in this window
-    entropy_sum = kl_sum = 0.0
-    game_lengths: list[int] = []
-    resignations = would_resign = false_resignations = 0
-
-    for t in range(steps):
-        obs[t], masks[t] = slots.observe()
-        players[t] = [state.to_play for state in slots.states]
-        out = evaluator.evaluate_encoded(obs[t], masks[t])
-        pi_improved = klent.improved_policy(out.policy_logits, out.action_values, masks[t], config)
-        values[t] = klent.state_value(pi_improved, out.action_values)
-        actions[t] = sample_actions(pi_improved, slots.rng)
-        q_taken[t] = out.action_values[np.arange(count), actions[t]]
-        policy[t] = pi_improved
-        entropy_sum += klent.entropy(pi_improved).sum()
-        log_prior = klent.masked_log_softmax(out.policy_logits, masks[t])
-        kl_sum += klent.kl_divergence(pi_improved, log_prior).sum()
-        hopeless = values[t] < -resign_threshold if resign_threshold > 0 else None
-        result = slots.step(actions[t], hopeless)
-        rewards[t], terminal[t], truncated[t] = result.rewards, result.terminal, result.truncated
-        if ownership is not None:
-            _fill_final_targets(ownership, score, players, game_start, t, result)
-        game_lengths += [s.move_number for s in result.final_states if s is not None]
-        resignations += int(result.resigned.sum())
-        would_resign += int(result.would_resign.sum())
-        false_resignations += int(result.false_resignations.sum())
-
-    # Bootstrap v of the states the window stopped in (all running games: finished ones were
-    # restarted).  At a move-cap cut the cut-off state has no legal moves to value, so it is
-    # valued by the network's own estimate of the move that led there: v(S_{t+1}) = -Q(S_t, A_t).
-    end_obs, end_masks = slots.observe()
-    end = evaluator.evaluate_encoded(end_obs, end_masks)
-    values[steps] = klent.state_value(
-        klent.improved_policy(end.policy_logits, end.action_values, end_masks, config),
-        end.action_values,
-    )
-    returns = klent.lambda_returns(rewards, values, terminal, truncated, -q_taken, config.lam)
-
-    samples = steps * count
-    stats = {
-        "entropy": entropy_sum / samples,
-        "kl": kl_sum / samples,
-        "abs_q_error": float(np.abs(q_taken - returns).mean()),
-        "games_finished": float(len(game_lengths)),
-        "game_length": float(np.mean(game_lengths)) if game_lengths else float("nan"),
-    }
-    if resign_threshold > 0:
-        stats["resigned"] = float(resignations)
-        # Of the finished games nobody could resign in which a player judged its position lost:
-        # the share that player went on to win (AlphaGo Zero kept this under 5%).
-        stats["false_resignation_rate"] = (
-            false_resignations / would_resign if would_resign else float("nan")
-        )
-    return Samples(
-        obs=obs.reshape(samples, *obs.shape[2:]),
-        masks=masks.reshape(samples, -1),
-        actions=actions.reshape(samples),
-        policy=policy.reshape(samples, -1),
-        returns=returns.astype(np.float32).reshape(samples),
-        value_weight=np.ones(samples, dtype=np.float32),
-        simulator_evaluations=samples + count,
-        stats=stats,
-        ownership=None if ownership is None else ownership.reshape(samples, points),
-        score=None if ownership is None else score.reshape(samples),
-    )
-
-
-def _fill_final_targets(
-    ownership: np.ndarray,
-    score: np.ndarray,
-    players: np.ndarray,
-    game_start: np.ndarray,
-    t: int,
-    result: StepResult,
-) -> None:
-    """After step ``t``: the final ownership and score (`training.ownership.final_targets`) of
-    every Go game that ended by its rules, written into its samples of this window; each ended
-    game's slot starts a new game at step t + 1."""
-    for slot, final in enumerate(result.final_states):
-        if final is None:
-            continue
-        if result.terminal[slot] and not result.resigned[slot]:
-            if not isinstance(final, GoState):
-                raise TypeError("ownership targets need a Go game")
-            owner, komi = final.ownership(), final.game.komi
-            for row in range(int(game_start[slot]), t + 1):
-                ownership[row, slot], score[row, slot] = final_targets(owner, komi, int(players[row, slot]))
-        game_start[slot] = t + 1

@@ -45,7 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from training import trainer  # torch is imported only when training
+    # torch is imported only when training
+    from training.checkpoint import resume_config
+    from training.config import config_changes, load_config
+    from training.fitting import TrainingDiverged
+    from training.trainer import Trainer
 
     if args.iterations is not None and args.iterations < 1:
         raise CommandError("--iterations must be at least 1")
@@ -54,26 +58,26 @@ def run(args: argparse.Namespace) -> int:
     chosen = {"game": args.game, "algo": args.algo, "preset": args.preset, "init": args.init}
     overrides = {k: v for k, v in chosen.items() if v is not None}
     if args.resume:
-        saved = trainer.resume_config(args.out)
-        config = saved if args.config is None else trainer.load_config(args.config)
+        saved = resume_config(args.out)
+        config = saved if args.config is None else load_config(args.config)
         if any(getattr(config, k) != v for k, v in overrides.items()):
             raise CommandError("--game, --algo, --preset and --init cannot change a run being resumed")
         # A preset names no labelled set: the run keeps its own unless --data gives another.
         config = _with_data(config, args.data or config.distill.data or saved.distill.data)
-        for change in trainer.config_changes(saved, config):
+        for change in config_changes(saved, config):
             print(f"changed on resumption: {change}")
     else:
         if args.config is None:
             raise CommandError("a new run needs --config (see training/configs/)")
-        config = trainer.load_config(args.config)
-        config = _with_data(dataclasses.replace(config, **overrides), args.data or config.distill.data)
-    run_ = trainer.Trainer(
+        config = load_config(args.config)
+        config = _with_data(config.replace(**overrides), args.data or config.distill.data)
+    run_ = Trainer(
         config, args.out, resume=args.resume, device=args.device, threads=args.threads,
         progress=not args.no_progress,
     )
     try:
         done = run_.run(args.iterations, args.minutes, progress=not args.no_progress)
-    except trainer.TrainingDiverged as error:  # a setting to change, not a bug: one line
+    except TrainingDiverged as error:  # a setting to change, not a bug: one line
         raise CommandError(str(error)) from None
     finally:
         run_.close()
@@ -84,4 +88,4 @@ def run(args: argparse.Namespace) -> int:
 
 def _with_data(config: Any, data: str) -> Any:
     """``config`` with ``data`` as its distillation's labelled set."""
-    return dataclasses.replace(config, distill=dataclasses.replace(config.distill, data=data))
+    return config.replace(distill=dataclasses.replace(config.distill, data=data))
