@@ -105,40 +105,42 @@ def test_unshared_features_have_a_weight_per_location_and_no_empty_shape():
 
 
 def test_ntd2_update_matches_a_hand_computation():
-    # Three recorded states: s0 (features 0, 1), s1 (the other colour: feature 4), s2
-    # (features 1, -2, 3 and a read-only logit part of 0.25).  The update of s2 towards a
-    # target of 1 with alpha 0.5 and lambda 0.4:
+    # Three states: s0 (features 0, 1), s1 (the other colour: feature 4), s2 (features 1, -2,
+    # 3 and a read-only logit part of 0.25).  The update of s2 towards a target of 1 with
+    # alpha 0.5 and lambda 0.4:
     #   logit(s2) = 0.25 - 0.2 - 0.1 + 0.0 = -0.05, delta = 1 - sigmoid(-0.05) = 0.5124974
     #   theta += alpha * delta * (phi(s2) / 3 + lambda * phi(s0) / 2), s1 untouched.
-    ring = 5
-    trace_index = np.zeros((ring, 4), dtype=np.int32)
-    trace_sign = np.zeros((ring, 4), dtype=np.int8)
-    trace_count = np.zeros(ring, dtype=np.int64)
-    trace_fixed = np.zeros(ring)
-    for slot, entries in ((0, [(0, 1), (1, 1)]), (1, [(4, 1)]), (2, [(1, 1), (2, -1), (3, 1)])):
-        for i, (weight, s) in enumerate(entries):
-            trace_index[slot, i], trace_sign[slot, i] = weight, s
-        trace_count[slot] = len(entries)
-    trace_fixed[2] = 0.25
+    traces = tk.new_traces(5)
+    states = [([0, 1], [1, 1]), ([4], [1]), ([1, 2, 3], [1, -1, 1])]
+    arrays = [(np.array(i, dtype=np.int32), np.array(s, dtype=np.int8)) for i, s in states]
+    for t, (index, sign) in enumerate(arrays):
+        tk.trace_add(t % 2, t, index, sign, len(index), 0.4, traces)
     theta = np.array([0.5, -0.2, 0.1, 0.0, 0.3])
-    delta = tk.ntd2_update(2, 2, 1.0, trace_index, trace_sign, trace_count, trace_fixed, theta, 0.5, 0.4, 1)
+    index, sign = arrays[2]
+    delta = tk.ntd2_update(2, 1.0, index, sign, 3, 0.25, theta, 0.5, 2, traces)
     assert delta == pytest.approx(0.5124973965)
     assert theta == pytest.approx([0.5512497396, -0.0633340276, 0.0145837673, 0.0854162327, 0.3])
+    # With a horizon of no earlier ply, weight 0 (only in s0) leaves the trace; weight 1,
+    # refreshed by s2, keeps its whole trace 1/3 + 0.4/2.  Zero weights: delta = 1 - 0.5.
+    again = np.zeros(5)
+    assert tk.ntd2_update(2, 1.0, index, sign, 3, 0.0, again, 0.5, 0, traces) == 0.5
+    assert again == pytest.approx([0.0, 0.25 * (1 / 3 + 0.2), -0.25 / 3, 0.25 / 3, 0.0])
+    tk.trace_clear(0, traces)
+    tk.trace_clear(1, traces)
+    assert not (traces[0].any() or traces[1].any() or traces[3].any())
 
 
 def test_alpha_one_moves_the_logit_by_the_td_error():
     features = Features(9, ((1, 2), ("none",)), None)
     flat = board(9, {40: 1, 41: -1, 30: 1})
     codes = features.codes(flat)
-    ring, width = 3, features.geometry.count
-    trace_index = np.zeros((ring, width), dtype=np.int32)
-    trace_sign = np.zeros((ring, width), dtype=np.int8)
-    count, fixed = tk._record(codes, features.geometry.base, features.index, features.sign, features.theta, 1,
-                              trace_index[0], trace_sign[0])
-    trace_count = np.array([count, 0, 0])
+    index = np.zeros(features.geometry.count, dtype=np.int32)
+    sign = np.zeros(features.geometry.count, dtype=np.int8)
+    count = tk._record(codes, features.geometry.base, features.index, features.sign, index, sign)
+    traces = tk.new_traces(features.theta.shape[0])
+    tk.trace_add(0, 0, index, sign, count, 0.0, traces)
     before = features.logit(flat)
-    delta = tk.ntd2_update(0, 0, 0.8, trace_index, trace_sign, trace_count, np.array([fixed, 0, 0]),
-                           features.theta, 1.0, 0.0, 0)
+    delta = tk.ntd2_update(0, 0.8, index, sign, count, 0.0, features.theta, 1.0, 0, traces)
     assert delta == pytest.approx(0.3)
     assert features.logit(flat) - before == pytest.approx(delta)
 
@@ -243,9 +245,9 @@ def test_dyna2_value_is_the_sum_of_both_memories_and_learns_only_the_transient()
     permanent = ShapeWeights(9, (1, 2), ("LI", "LD"), rng.normal(0, 0.1, count))
     search = TdSearch(GoGame(9), TdConfig(shapes=(1, 2, 3), seed=0), permanent)
     state = GoGame(9).initial_state().play(40).play(41).play(31)
+    fixed = search.features.fixed.copy()
     search.choose(state, simulations=30)
-    theta = search.features.theta
-    assert np.array_equal(theta[search.features.learnt_weights :], permanent.theta)
+    assert np.array_equal(search.features.fixed, fixed)
     transient_only = Features(9, ((1, 2, 3), ("none",)), None)
     transient_only.theta[:] = search.transient
     permanent_only = Features(9, None, permanent)
@@ -262,12 +264,20 @@ def test_permanent_weights_file_round_trip(tmp_path):
     assert (loaded.size, loaded.shapes, loaded.sharing, loaded.info) == (9, (1, 2), ("LI",), {"games": 12})
     assert np.array_equal(loaded.theta, weights.theta)
     assert [p.name for p in tmp_path.iterdir()] == ["go9-td.npz"]  # no temporary file left
+    assert loaded.header()["weights"] == 9
     with np.load(path) as data:
         header = json.loads(str(data["header"]))
     assert header["game"] == "go9" and header["format"] == "klent-td-weights"
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="not a TD weights file"):
         ShapeWeights.load(tmp_path / "bad.npz")
+    np.savez(tmp_path / "other.npz", header=np.array(json.dumps({"format": "other"})), theta=np.zeros(9))
+    with pytest.raises(ValueError, match="format"):
+        ShapeWeights.load(tmp_path / "other.npz")
+    header = {**weights.header(), "shapes": [4]}
+    np.savez(tmp_path / "odd.npz", header=np.array(json.dumps(header)), theta=np.zeros(9))
+    with pytest.raises(ValueError, match="bad TD weights header"):
+        ShapeWeights.load(tmp_path / "odd.npz")
     with pytest.raises(ValueError, match="need 9 values"):
         ShapeWeights(9, (1, 2), ("LI",), np.zeros(8))
     with pytest.raises(ValueError, match="for 9x9"):

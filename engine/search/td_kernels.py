@@ -27,9 +27,11 @@ Neutral shapes (a shape whose inversion is one of its own images, e.g. all-empty
 theta = -theta = 0 and are removed (sign 0); without sharing only the all-empty shapes are.
 
 Value (Sect. 3.2): V(s) = sigmoid(sum_m sum_w sign[m, f_w] * theta[index[m, f_w]]), Black's
-winning probability.  The maps of a search are stacked: the first ``learnt`` rows are the
-memory being learnt (TD search's transient memory, or the permanent one during offline TD
-learning), the others are read only (Dyna-2's permanent memory during the search, Sect. 5.3).
+winning probability.  The kernels take the memory being learnt as maps and weights (TD
+search's transient memory, or the permanent one during offline TD learning), and a memory that
+is only read (Dyna-2's permanent memory during the search, Sect. 5.3) as ``fixed[f]``, its
+whole contribution per raw feature, summed over its maps once per search (`fixed_values`):
+one lookup per window instead of one per map, and nothing to look up without it (empty array).
 """
 
 from __future__ import annotations
@@ -73,11 +75,19 @@ class Windows:
         return int(self.base.shape[0])
 
 
+def check_memory(shapes: tuple[int, ...], sharing: tuple[str, ...]) -> None:
+    """ValueError unless ``shapes`` is a sorted selection of `SHAPES` and ``sharing`` one of
+    distinct names from `SHARINGS` (what a memory's features are made of)."""
+    if not shapes or any(k not in SHAPES for k in shapes) or tuple(sorted(set(shapes))) != tuple(shapes):
+        raise ValueError(f"shapes must be a sorted selection of {SHAPES}, not {shapes!r}")
+    if not sharing or len(set(sharing)) != len(sharing) or any(s not in SHARINGS for s in sharing):
+        raise ValueError(f"sharing must be distinct names from {SHARINGS}, not {sharing!r}")
+
+
 @lru_cache(maxsize=None)
 def windows(size: int, shapes: tuple[int, ...]) -> Windows:
     """The windows of ``shapes`` (sorted, from `SHAPES`) on a ``size`` x ``size`` board."""
-    if not shapes or any(k not in SHAPES for k in shapes) or tuple(sorted(set(shapes))) != shapes:
-        raise ValueError(f"shapes must be a sorted selection of {SHAPES}, not {shapes!r}")
+    check_memory(shapes, ("none",))
     base: list[int] = []
     covers: list[list[tuple[int, int]]] = [[] for _ in range(size * size)]
     offset = 0
@@ -281,10 +291,15 @@ def window_codes(board: np.ndarray, point_windows: np.ndarray, point_powers: np.
                 codes[w] += digit * point_powers[p, j]
 
 
+def fixed_values(index: np.ndarray, sign: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``float64[F]``: a read-only memory's contribution to the logit of each raw feature."""
+    return (sign * theta[index]).sum(axis=0)
+
+
 @njit(cache=True)
-def _shape_value(f: int, index: np.ndarray, sign: np.ndarray, theta: np.ndarray) -> float:
-    """Contribution of raw feature ``f`` to the logit, over every map."""
-    total = 0.0
+def _shape_value(f: int, index: np.ndarray, sign: np.ndarray, theta: np.ndarray, fixed: np.ndarray) -> float:
+    """Contribution of raw feature ``f`` to the logit: learnt maps, then the read-only part."""
+    total = fixed[f] if fixed.shape[0] else 0.0
     for m in range(index.shape[0]):
         s = sign[m, f]
         if s != 0:
@@ -293,11 +308,18 @@ def _shape_value(f: int, index: np.ndarray, sign: np.ndarray, theta: np.ndarray)
 
 
 @njit(cache=True)
-def logit(codes: np.ndarray, base: np.ndarray, index: np.ndarray, sign: np.ndarray, theta: np.ndarray) -> float:
-    """sum_w phi_w . theta: the value's logit for a position given by its window codes."""
+def logit(
+    codes: np.ndarray, base: np.ndarray, index: np.ndarray, sign: np.ndarray, theta: np.ndarray, fixed: np.ndarray
+) -> float:
+    """sum_w phi_w . theta: the value's logit for a position given by its window codes.
+
+    Empty windows are skipped: the all-empty shape is neutral under every sharing, so it is
+    no feature.
+    """
     total = 0.0
     for w in range(codes.shape[0]):
-        total += _shape_value(base[w] + codes[w], index, sign, theta)
+        if codes[w] != 0:
+            total += _shape_value(base[w] + codes[w], index, sign, theta, fixed)
     return total
 
 
@@ -311,17 +333,33 @@ def _sigmoid(x: float) -> float:
 
 @njit(cache=True)
 def _recode(
-    old: np.ndarray, new: np.ndarray, point_windows: np.ndarray, point_powers: np.ndarray, codes: np.ndarray
-) -> None:
-    """Update ``codes`` from board ``old`` to board ``new`` (the stone played and any captures)."""
+    old: np.ndarray,
+    new: np.ndarray,
+    point_windows: np.ndarray,
+    point_powers: np.ndarray,
+    codes: np.ndarray,
+    base: np.ndarray,
+    fixed: np.ndarray,
+) -> float:
+    """Update ``codes`` from board ``old`` to board ``new`` (the stone played and any captures);
+    returns the change of the read-only memory's part of the logit.
+
+    The read-only weights never change during a simulation, so their part of the logit is kept
+    up to date here, from the few windows a move changes, instead of summed anew.
+    """
+    change = 0.0
     for p in range(old.shape[0]):
         if old[p] != new[p]:
-            change = (new[p] + 3) % 3 - (old[p] + 3) % 3
+            step = (new[p] + 3) % 3 - (old[p] + 3) % 3
             for j in range(point_windows.shape[1]):
                 w = point_windows[p, j]
                 if w < 0:
                     break
-                codes[w] += change * point_powers[p, j]
+                f = base[w] + codes[w]
+                codes[w] += step * point_powers[p, j]
+                if fixed.shape[0]:
+                    change += fixed[f + step * point_powers[p, j]] - fixed[f]
+    return change
 
 
 @njit(cache=True)
@@ -391,6 +429,7 @@ def afterstate_logits(
     index: np.ndarray,
     sign: np.ndarray,
     theta: np.ndarray,
+    fixed: np.ndarray,
     out: np.ndarray,
 ) -> None:
     """``out[p]``: the logit of V(s o p), the position after ``color`` plays each candidate point.
@@ -404,7 +443,7 @@ def afterstate_logits(
     current = np.empty(codes.shape[0])
     total = 0.0
     for w in range(codes.shape[0]):
-        current[w] = _shape_value(base[w] + codes[w], index, sign, theta)
+        current[w] = 0.0 if codes[w] == 0 else _shape_value(base[w] + codes[w], index, sign, theta, fixed)
         total += current[w]
     chain = np.empty(n, np.int32)
     libs = np.empty(n + 1, np.int32)
@@ -431,45 +470,37 @@ def afterstate_logits(
                         if chain[r] == g:
                             scratch[r] = 0
             window_codes(scratch, point_windows, point_powers, scratch_codes)
-            out[p] = logit(scratch_codes, base, index, sign, theta)
+            out[p] = logit(scratch_codes, base, index, sign, theta, fixed)
             continue
         value = total
         for j in range(point_windows.shape[1]):
             w = point_windows[p, j]
             if w < 0:
                 break
-            value += _shape_value(base[w] + codes[w] + digit * point_powers[p, j], index, sign, theta) - current[w]
+            f = base[w] + codes[w] + digit * point_powers[p, j]
+            value += _shape_value(f, index, sign, theta, fixed) - current[w]
         out[p] = value
 
 
 @njit(cache=True)
 def _record(
-    codes: np.ndarray,
-    base: np.ndarray,
-    index: np.ndarray,
-    sign: np.ndarray,
-    theta: np.ndarray,
-    learnt: int,
-    slot_index: np.ndarray,
+    codes: np.ndarray, base: np.ndarray, index: np.ndarray, sign: np.ndarray, slot_index: np.ndarray,
     slot_sign: np.ndarray,
-) -> tuple[int, float]:
+) -> int:
     """Store phi(s) of the learnt maps (weight index and sign of each active feature) in a
-    trace slot; returns (how many, the logit part of the read-only maps)."""
+    slot; returns how many."""
     count = 0
-    fixed = 0.0
     for w in range(codes.shape[0]):
+        if codes[w] == 0:
+            continue
         f = base[w] + codes[w]
         for m in range(index.shape[0]):
             s = sign[m, f]
-            if s == 0:
-                continue
-            if m < learnt:
+            if s != 0:
                 slot_index[count] = index[m, f]
                 slot_sign[count] = s
                 count += 1
-            else:
-                fixed += s * theta[index[m, f]]
-    return count, fixed
+    return count
 
 
 @njit(cache=True)
@@ -480,47 +511,101 @@ def _slot_logit(slot_index: np.ndarray, slot_sign: np.ndarray, count: int, fixed
     return total
 
 
+def new_traces(weights: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Empty eligibility traces over ``weights`` learnt weights, one per colour (`trace_add`).
+
+    ``(values float64[2, W], refreshed int32[2, W], members int32[2, W], sizes int64[2],
+    scale float64[2])``: colour c's trace is ``scale[c] * values[c]``; its non-zero weights are
+    ``members[c, :sizes[c]]``, and ``refreshed[c, k]`` is 1 + the last time weight k was
+    added to it (0: not in the trace).  All zeros, so untouched pages cost no memory.
+    """
+    return (np.zeros((2, weights)), np.zeros((2, weights), np.int32), np.zeros((2, weights), np.int32),
+            np.zeros(2, np.int64), np.ones(2))
+
+
+@njit(cache=True)
+def trace_clear(c: int, traces: tuple) -> None:
+    """Empty colour ``c``'s trace (at the end of each simulated game)."""
+    values, refreshed, members, sizes, scale = traces
+    for i in range(sizes[c]):
+        k = members[c, i]
+        values[c, k] = 0.0
+        refreshed[c, k] = 0
+    sizes[c] = 0
+    scale[c] = 1.0
+
+
+@njit(cache=True)
+def trace_add(
+    c: int, t: int, slot_index: np.ndarray, slot_sign: np.ndarray, count: int, lam: float, traces: tuple
+) -> None:
+    """e_c <- lambda * e_c + phi(s_t) / |phi(s_t)|**2, colour c's trace (Sect. 3.3.4, NTD2(lambda)).
+
+    The decay multiplies the trace's scale, not each value, so adding a state costs its own
+    features only; the trace is a dense vector with a member list, so a weight that stays
+    active from move to move (most do) is one member however many states it came from.
+    """
+    values, refreshed, members, sizes, scale = traces
+    if lam == 0.0:
+        trace_clear(c, traces)
+    else:
+        scale[c] *= lam
+        if scale[c] < 1e-100:  # fold the scale in before it underflows
+            for i in range(sizes[c]):
+                values[c, members[c, i]] *= scale[c]
+            scale[c] = 1.0
+    if count == 0:
+        return
+    add = 1.0 / (count * scale[c])
+    for i in range(count):
+        k = slot_index[i]
+        if refreshed[c, k] == 0:
+            members[c, sizes[c]] = k
+            sizes[c] += 1
+        refreshed[c, k] = t + 1
+        values[c, k] += slot_sign[i] * add
+
+
 @njit(cache=True)
 def ntd2_update(
     u: int,
-    now: int,
     target: float,
-    trace_index: np.ndarray,
-    trace_sign: np.ndarray,
-    trace_count: np.ndarray,
-    trace_fixed: np.ndarray,
+    slot_index: np.ndarray,
+    slot_sign: np.ndarray,
+    count: int,
+    fixed: float,
     theta: np.ndarray,
     alpha: float,
-    lam: float,
-    depth: int,
+    horizon: int,
+    traces: tuple,
 ) -> float:
     """Logistic NTD2(lambda) for the state of time ``u`` (Sect. 3.2 and 3.3.4); returns delta.
 
-    The two-ply TD error compares V(s_u) with the next value of the same player's turn,
-    ``target`` = V(s_{u+2}), or the reward at the end of the game; theta moves by
-    alpha * delta * e_u, where e_u = sum_j lambda**j phi(s_{u-2j}) / |phi(s_{u-2j})|**2 (one
-    trace per colour, cut after ``depth`` terms, see `trace_depth`).  Logistic TD descends the
-    cross-entropy, so the gradient is phi itself (no sigmoid derivative); normalising by the
-    number of active learnt features makes alpha the fraction of the error corrected in one
-    step: with alpha = 1 the logit of s_u moves by exactly delta (when no weight appears twice).
-    The slots of the trace ring are indexed by time modulo its length; ``now`` is the latest
-    time recorded, so older slots than the ring holds are never read.
+    The two-ply TD error compares V(s_u) (from its recorded features, with the weights as
+    they are now) with the next value of the same player's turn, ``target`` = V(s_{u+2}), or
+    the reward at the end of the game; theta moves by alpha * delta * e_u, with the trace
+    e_u = sum_j lambda**j phi(s_{u-2j}) / |phi(s_{u-2j})|**2 of u's colour.  Logistic TD
+    descends the cross-entropy, so the gradient is phi itself (no sigmoid derivative);
+    normalising by the number of active learnt features makes alpha the fraction of the error
+    corrected in one step: with alpha = 1 the logit of s_u moves by exactly delta (when no
+    weight appears twice).  A weight not refreshed in the last ``horizon`` plies has decayed
+    below the cutoff (`trace_depth`) and leaves the trace.
     """
-    ring = trace_count.shape[0]
-    slot = u % ring
-    delta = target - _sigmoid(_slot_logit(trace_index[slot], trace_sign[slot], trace_count[slot], trace_fixed[slot], theta))
-    decay = 1.0
-    for j in range(depth + 1):
-        v = u - 2 * j
-        if v < 0 or now - v >= ring:
-            break
-        slot = v % ring
-        count = trace_count[slot]
-        if count > 0:
-            step = alpha * delta * decay / count
-            for i in range(count):
-                theta[trace_index[slot, i]] += step * trace_sign[slot, i]
-        decay *= lam
+    delta = target - _sigmoid(_slot_logit(slot_index, slot_sign, count, fixed, theta))
+    values, refreshed, members, sizes, scale = traces
+    c = u % 2
+    step = alpha * delta * scale[c]
+    i = 0
+    while i < sizes[c]:
+        k = members[c, i]
+        if u + 1 - refreshed[c, k] > horizon:
+            values[c, k] = 0.0
+            refreshed[c, k] = 0
+            sizes[c] -= 1
+            members[c, i] = members[c, sizes[c]]
+        else:
+            theta[k] += step * values[c, k]
+            i += 1
     return delta
 
 
@@ -543,13 +628,14 @@ def simulate(
     index: np.ndarray,
     sign: np.ndarray,
     theta: np.ndarray,
-    learnt: int,
+    fixed: np.ndarray,
     epsilon: float,
     alpha: float,
     lam: float,
     depth: int,
     greedy_moves: int,
     rng: np.ndarray,
+    traces: tuple,
 ) -> tuple[float, int]:
     """One simulated game from a position, learning ``theta`` as it goes; returns its reward
     (1 Black wins, 0 White wins, 0.5 a draw) and the number of moves simulated.
@@ -561,17 +647,18 @@ def simulate(
     another move (Sect. 3.2.1).  After every move the state two plies back is updated by
     logistic NTD2(lambda) (`ntd2_update`), and at the end the last state of each colour
     learns from the reward, so every simulated state learns, the default policy's too.
+    ``traces`` (`new_traces`, for the learnt weights) are empty before and after.
     Self-play TD learning (Sect. 3.2.1) is the same game from the empty board with
     ``greedy_moves`` beyond the move cap.
     """
     n = board0.shape[0]
     steps = max(max_moves - move0, 0)
-    ring = 2 * depth + 3
+    horizon = 2 * depth
     features = index.shape[0] * base.shape[0]
-    trace_index = np.empty((ring, features), np.int32)
-    trace_sign = np.empty((ring, features), np.int8)
-    trace_count = np.zeros(ring, np.int64)
-    trace_fixed = np.zeros(ring)
+    slot_index = np.empty((3, features), np.int32)  # phi of the last three states, by time % 3
+    slot_sign = np.empty((3, features), np.int8)
+    slot_count = np.zeros(3, np.int64)
+    slot_fixed = np.zeros(3)
     hist = np.empty((1, n), np.int8)
     hist[0] = board0
     new_hist = np.empty((1, n), np.int8)
@@ -585,12 +672,15 @@ def simulate(
     values = np.empty(n)
     codes = np.empty(base.shape[0], np.int32)
     window_codes(board0, point_windows, point_powers, codes)
+    frozen = logit(codes, base, index[:0], sign[:0], theta, fixed)  # the read-only memory's part
+    slot_count[0] = _record(codes, base, index, sign, slot_index[0], slot_sign[0])
+    slot_fixed[0] = frozen
+    trace_add(0, 0, slot_index[0], slot_sign[0], slot_count[0], lam, traces)
     h = hash0
     color = color0
     passes = passes0
     move = move0
     t = 0
-    trace_count[0], trace_fixed[0] = _record(codes, base, index, sign, theta, learnt, trace_index[0], trace_sign[0])
     while True:
         board = hist[0]
         gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
@@ -605,7 +695,8 @@ def simulate(
             action = n
         elif t < greedy_moves and _uniform(rng) >= epsilon:
             afterstate_logits(
-                board, color, candidates, codes, nbr, base, point_windows, point_powers, index, sign, theta, values
+                board, color, candidates, codes, nbr, base, point_windows, point_powers, index, sign, theta, fixed,
+                values,
             )
             action = moves[0]
             best = color * values[action]
@@ -628,7 +719,7 @@ def simulate(
             status, h = gk.play_stone(hist, seen[:known], h, action, color, nbr, zob, new_hist, new_seen[: known + 1])
             if status != gk.OK:  # cannot happen for a move legal_points allowed
                 raise RuntimeError("TD search simulation played an illegal move")
-            _recode(hist[0], new_hist[0], point_windows, point_powers, codes)
+            frozen += _recode(hist[0], new_hist[0], point_windows, point_powers, codes, base, fixed)
             hist, new_hist = new_hist, hist
             seen, new_seen = new_seen, seen
             known += 1
@@ -638,18 +729,24 @@ def simulate(
         t += 1
         if passes >= 2 or move >= max_moves:
             break
-        slot = t % ring
-        trace_count[slot], trace_fixed[slot] = _record(
-            codes, base, index, sign, theta, learnt, trace_index[slot], trace_sign[slot]
-        )
+        s = t % 3
+        slot_count[s] = _record(codes, base, index, sign, slot_index[s], slot_sign[s])
+        slot_fixed[s] = frozen
         if t >= 2:
-            target = _sigmoid(_slot_logit(trace_index[slot], trace_sign[slot], trace_count[slot], trace_fixed[slot], theta))
-            ntd2_update(t - 2, t, target, trace_index, trace_sign, trace_count, trace_fixed, theta, alpha, lam, depth)
+            target = _sigmoid(_slot_logit(slot_index[s], slot_sign[s], slot_count[s], frozen, theta))
+            u = (t - 2) % 3
+            ntd2_update(t - 2, target, slot_index[u], slot_sign[u], slot_count[u], slot_fixed[u], theta, alpha,
+                        horizon, traces)
+        trace_add(t % 2, t, slot_index[s], slot_sign[s], slot_count[s], lam, traces)
     owner = np.empty(n, np.int8)
     black, white = gk.area(hist[0], nbr, owner)
     score = black - white - komi
     reward = 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
     for u in (t - 2, t - 1):
         if u >= 0:
-            ntd2_update(u, t - 1, reward, trace_index, trace_sign, trace_count, trace_fixed, theta, alpha, lam, depth)
+            s = u % 3
+            ntd2_update(u, reward, slot_index[s], slot_sign[s], slot_count[s], slot_fixed[s], theta, alpha, horizon,
+                        traces)
+    trace_clear(0, traces)
+    trace_clear(1, traces)
     return reward, t
