@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import importlib.metadata
+import math
 import os
 import threading
 import time
@@ -92,8 +93,10 @@ class ServerConfig:
     def __post_init__(self) -> None:
         if not 1 <= self.default_simulations <= self.max_simulations:
             raise ValueError("need 1 <= default simulations <= max simulations")
-        if not (self.max_time > 0 and self.read_timeout > 0 and self.max_body_bytes > 0):
-            raise ValueError("max time, read timeout and max body size must be positive")
+        if not all(0 < value < math.inf for value in (self.max_time, self.read_timeout, self.max_body_bytes)):
+            raise ValueError("max time, read timeout and max body size must be positive and finite")
+        if not 0 <= self.batch_wait < math.inf:
+            raise ValueError("batch wait must be a finite number of seconds >= 0")
         if self.max_concurrency < 1 or self.max_searches < 1:
             raise ValueError("max concurrency and max searches must be at least 1")
 

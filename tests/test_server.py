@@ -540,11 +540,22 @@ def test_head_requests_on_the_health_checks(live_server):
         assert response.status_code == 200 and response.content == b""
 
 
-@pytest.mark.parametrize("port", ["0", "70000", "-1"])
-def test_a_port_out_of_range_is_a_one_line_error(models_dir, port, capsys):
-    assert klent_main(["serve", "--models", str(models_dir), "--port", port]) == 2
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--port=70000", "--port must be between 1 and 65535"),  # uvicorn bound port 4464
+        ("--port=0", "--port must be between 1 and 65535"),
+        ("--port=-1", "--port must be between 1 and 65535"),
+        ("--max-time=inf", "positive and finite"),
+        ("--read-timeout=0", "positive and finite"),
+        ("--batch-wait-ms=nan", "batch wait"),
+        ("--max-searches=0", "max searches must be at least 1"),
+    ],
+)
+def test_bad_serve_options_are_one_line_errors(models_dir, option, message, capsys):
+    assert klent_main(["serve", "--models", str(models_dir), option]) == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "--port must be between 1 and 65535" in error
+    assert error.count("\n") == 1 and message in error
 
 
 # --- Go's move rules ----------------------------------------------------------------------------
