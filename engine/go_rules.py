@@ -102,30 +102,30 @@ def judge(state: GoState, owner: np.ndarray | None) -> Judgement:
 class MoveRules:
     """The rules for one move of the side to move in ``state``.
 
-    ``judged`` returns the position as a referee counts it (`judge`); it is called at most
-    once, and only when a rule needs it.  ``cleanup``: play as ``kgs-genmove_cleanup`` asks.
+    ``judged_position`` returns the position as a referee counts it (`judge`); it is called
+    at most once, and only when a rule needs it.  ``cleanup``: play as ``kgs-genmove_cleanup`` asks.
     """
 
-    def __init__(self, state: GoState, judged: Callable[[], GoState], cleanup: bool = False) -> None:
+    def __init__(self, state: GoState, judged_position: Callable[[], GoState], cleanup: bool = False) -> None:
         self.state = state
         self.cleanup = cleanup
-        self._judged = judged
+        self._judged_position = judged_position
         self._stone = 1 if state.to_play == 0 else -1
         self._pass = state.game.pass_action
 
     @cached_property
-    def area(self) -> float:
+    def area_score(self) -> float:
         """Our area score with every stone alive (what Tromp-Taylor rules count)."""
         return self.state.score() * self._stone
 
     @cached_property
-    def judged(self) -> float:
+    def judged_score(self) -> float:
         """Our area score with the dead stones removed (what a referee counts)."""
-        return self._judged().score() * self._stone
+        return self._judged_position().score() * self._stone
 
     def wins(self) -> bool:
         """True when both counts win (the judgement is asked for only if the first does)."""
-        return self.area > 0 and self.judged > 0
+        return self.area_score > 0 and self.judged_score > 0
 
     def passes_at_once(self) -> bool:
         """True when we pass without choosing: the opponent has just passed and passing ends
@@ -151,7 +151,7 @@ class MoveRules:
         targets = [p for p in go_board.cleanup_points(board, size, self._stone) if legal[p]]
         if targets:
             return _favourite(targets, result), MoveRule.CLEANUP
-        if not self.cleanup and self.area > 0 >= self.judged:
+        if not self.cleanup and self.area_score > 0 >= self.judged_score:
             others = [
                 a for a in np.flatnonzero(legal).tolist()
                 if a != self._pass
