@@ -52,6 +52,8 @@ COPY protocols ./protocols
 COPY server ./server
 COPY training ./training
 COPY benchmarks ./benchmarks
+# The models are package data (engine.weights): they must be in the tree pip installs from.
+COPY weights ./weights
 # The GPU image swaps onnxruntime (a core dependency) for onnxruntime-gpu: both install the
 # same `onnxruntime` module, so only one of them may be present.  Versions: pyproject.toml.
 # hadolint ignore=DL3013
@@ -60,8 +62,6 @@ RUN pip install ".[server,train]" \
          pip uninstall -y onnxruntime && pip install "$ONNXRUNTIME_PACKAGE>=1.18"; \
        fi \
     && python -c "import onnxruntime, torch; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers()); print('torch', torch.__version__)"
-
-COPY weights ./weights
 
 # The numeric id of the `klent` user made above (resolvable without the image's passwd).
 USER 10001:10001
