@@ -101,6 +101,24 @@ def test_unshared_features_have_a_weight_per_location_and_no_empty_shape():
     assert not sign.reshape(64, 81)[:, 0].any() and sign.reshape(64, 81)[:, 1:].all()
 
 
+def test_afterstate_values_match_the_positions_after_each_move_captures_included():
+    rng = np.random.default_rng(1)
+    count = ShapeWeights.weight_count(9, (1, 2, 3), ("LI", "LD"))
+    features = Features(9, ((1, 2, 3), ("none",)), ShapeWeights(9, (1, 2, 3), ("LI", "LD"), rng.normal(0, 0.1, count)))
+    features.theta[:] = rng.normal(0, 0.1, features.theta.shape[0])
+    # White's B9-C9 and E6 have one liberty each: Black captures at A9 and at E5.
+    rows = [".OOX.....", "XXX......", "....X....", "...XOX...", ".........",
+            ".........", ".........", ".........", "........."]
+    state = setup(GoGame(9), rows)
+    legal = state.legal_mask()
+    after = features.afterstate_logits(np.asarray(state.board()).ravel(), 1, legal)
+    for point in np.flatnonzero(legal[:81]):
+        played = np.asarray(state.play(int(point)).board()).ravel()
+        assert after[point] == pytest.approx(features.logit(played)), point
+    stones = np.count_nonzero(np.asarray(state.board()))
+    assert np.count_nonzero(state.play(0).board()) == stones - 1 and np.count_nonzero(state.play(40).board()) == stones
+
+
 # --- the update --------------------------------------------------------------------------
 
 

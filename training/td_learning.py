@@ -76,7 +76,7 @@ def train(
         wins = moves = 0.0
         clock = time.perf_counter()
         for _ in range(chunk):
-            reward, length = features.simulate(start, config, rng, config.greedy_moves)
+            reward, length = features.simulate(start, config, rng)
             wins += reward
             moves += length
             bar.update(1)

@@ -230,7 +230,7 @@ class Features:
         )
         return out
 
-    def simulate(self, state: GoState, config: TdConfig, rng: np.ndarray, greedy_moves: int) -> tuple[float, int]:
+    def simulate(self, state: GoState, config: TdConfig, rng: np.ndarray) -> tuple[float, int]:
         """One simulated game from ``state`` that learns ``theta``; returns its reward (Black's:
         1 win, 0 loss, 0.5 draw) and its number of moves."""
         game = state.game
@@ -242,7 +242,7 @@ class Features:
             board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, state.move_number,
             game.max_moves, game.komi, nbr, zob, diag, g.base, g.point_windows, g.point_powers,
             self.index, self.sign, self.theta, self.fixed, config.epsilon, config.alpha, config.lam,
-            depth, greedy_moves, rng, self.traces,
+            depth, config.greedy_moves, rng, self.traces,
         )
         return float(reward), int(moves)
 
@@ -266,7 +266,7 @@ class TdSearch:
         self.features = Features(game.size, (self.config.shapes, self.config.sharing), permanent)
         seed = self.config.seed if self.config.seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
         self._rng = tk.seed_state(seed)
-        self._line: tuple[bytes, int, float, tuple[int, ...]] | None = None
+        self._game_line: tuple[tuple[bytes, int, float], tuple[int, ...]] | None = None
 
     @property
     def transient(self) -> np.ndarray:
@@ -278,7 +278,7 @@ class TdSearch:
     def new_game(self) -> None:
         """Forget this game's transient memory (Algorithm 3: theta_bar = 0 at each new game)."""
         self.features.theta[:] = 0.0
-        self._line = None
+        self._game_line = None
 
     def choose(
         self, state: GoState, simulations: int | None = None, seconds: float | None = None, stop: Stop | None = None
@@ -302,19 +302,21 @@ class TdSearch:
         while simulations is None or done < simulations:
             if (seconds is not None and time.perf_counter() - start >= seconds) or (stopped is not None and stopped()):
                 break
-            moves += self.features.simulate(state, self.config, self._rng, self.config.greedy_moves)[1]
+            moves += self.features.simulate(state, self.config, self._rng)[1]
             done += 1
         return self._decide(state, done, moves, time.perf_counter() - start)
 
     def _follow(self, state: GoState) -> None:
-        """Clear the transient memory unless ``state`` continues (or undoes into) the last game."""
+        """Clear the transient memory unless ``state`` continues (or undoes into) the last game:
+        the same start position and komi, and one move list a prefix of the other."""
         start = state.start()
-        line = (start.board().tobytes(), start.to_play, state.game.komi, tuple(state.moves()))
-        last = self._line
-        same = last is not None and last[:3] == line[:3]
-        if not (same and (line[3][: len(last[3])] == last[3] or last[3][: len(line[3])] == line[3])):
-            self.new_game()
-        self._line = line
+        key, moves = (start.board().tobytes(), start.to_play, state.game.komi), tuple(state.moves())
+        if self._game_line is not None:
+            last_key, last_moves = self._game_line
+            common = min(len(moves), len(last_moves))
+            if last_key != key or moves[:common] != last_moves[:common]:
+                self.new_game()
+        self._game_line = key, moves
 
     def _decide(self, state: GoState, simulations: int, moves: int, elapsed: float) -> TdResult:
         """Greedy choice on the afterstate values (Sect. 4.4), with the values of every legal move."""
@@ -324,21 +326,22 @@ class TdSearch:
         color = 1 if state.to_play == 0 else -1
         legal = state.legal_mask()
         logits = self.features.afterstate_logits(board, color, legal)
-        black = 1.0 / (1.0 + np.exp(-logits))
         if state.consecutive_passes >= 1:  # passing ends the game: its value is the result
             score = state.score()
-            black_pass = 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
+            pass_logit = np.inf if score > 0 else (-np.inf if score < 0 else 0.0)
         else:
-            black_pass = 1.0 / (1.0 + np.exp(-self.features.logit(board)))
-        mover = np.append(black, black_pass) if color == 1 else 1.0 - np.append(black, black_pass)
-        q = np.where(legal, 2.0 * mover - 1.0, 0.0).astype(np.float32)
+            pass_logit = self.features.logit(board)
+        # Black's winning probability sigmoid(x) = (1 + tanh(x / 2)) / 2, without overflow.
+        black = 0.5 * (1.0 + np.tanh(0.5 * np.append(logits, pass_logit)))
+        mover_q = np.where(legal, (2.0 * black - 1.0) * color, 0.0)
         nbr, _, diag = _tables(size)
-        playable = [p for p in np.flatnonzero(legal[:n]) if not tk.own_eye(board, int(p), color, nbr, diag)]
+        playable = [int(p) for p in np.flatnonzero(legal[:n]) if not tk.own_eye(board, int(p), color, nbr, diag)]
         action = n
         if playable:
-            best = max(playable, key=lambda p: (q[p], -p))
-            if q[best] >= q[n]:
-                action = int(best)
+            best = max(playable, key=lambda p: (mover_q[p], -p))  # ties: the first point
+            if mover_q[best] >= mover_q[n]:
+                action = best
+        q = mover_q.astype(np.float32)
         return TdResult(action, q, legal, float(q[action]), simulations, moves, elapsed)
 
 

@@ -236,11 +236,12 @@ def diagonal_table(size: int) -> np.ndarray:
 
 
 def trace_depth(lam: float, cutoff: float, longest: int) -> int:
-    """How many earlier same-colour states an eligibility trace keeps.
+    """How many same-colour moves a weight stays in an eligibility trace unrefreshed.
 
-    The trace of state s_{t-2j} has decayed to lambda**j; terms below ``cutoff`` are dropped
-    (an approximation that changes an update by less than that fraction), which keeps the
-    update's cost bounded.  lambda = 1 (Monte-Carlo) keeps the whole episode.
+    The term a state s_{t-2j} left in the trace has decayed to lambda**j; a weight no later
+    state refreshed leaves once that is below ``cutoff`` (an approximation that changes an
+    update by less than that fraction), which keeps the trace, and the update's cost, to the
+    recently active weights.  lambda = 1 (Monte-Carlo) keeps the whole episode.
     """
     if lam <= 0.0:
         return 0
