@@ -198,6 +198,9 @@ def test_white_captures_the_group_in_atari():
     state = setup(game, ATARI, to_play=1)
     result = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=300)
     assert game.action_to_text(state, result.action) == "E7"
+    # Ownership from White's view: the wall on row 8 stays Black's, White's big group White's.
+    assert result.ownership is not None and result.ownership.shape == (9, 9)
+    assert (result.ownership[1] < -0.8).all() and (result.ownership[4] > 0.8).all()
 
 
 def test_weights_are_carried_between_moves_and_cleared_for_a_new_game():
@@ -230,7 +233,8 @@ def test_budgets_and_stop_flag_are_honoured():
     state = game.initial_state()
     event = threading.Event()
     event.set()
-    assert search.choose(state, simulations=100, stop=event).simulations == 0
+    stopped = search.choose(state, simulations=100, stop=event)
+    assert stopped.simulations == 0 and stopped.ownership is None
     calls = []
 
     def stop_after_three() -> bool:
@@ -242,6 +246,19 @@ def test_budgets_and_stop_flag_are_honoured():
     assert timed.simulations > 0 and 0.2 <= timed.elapsed < 1.0
     with pytest.raises(ValueError):
         search.choose(state)
+
+
+def test_no_pass_while_a_move_is_playable_and_the_game_goes_on():
+    # At the empty board V(s) is exactly 1/2 (no stone, no feature) whatever was learnt,
+    # while komi pulls Black's learnt afterstate values below it: a pass valued V(s) would
+    # often win, so it does not compete.  With weights that say every stone loses:
+    game = GoGame(9)
+    search = TdSearch(game, TdConfig(seed=0))
+    state = game.initial_state()
+    search.choose(state, simulations=0)
+    search.features.theta[:] = -1.0
+    result = search.choose(state, simulations=0)
+    assert result.action != game.pass_action and result.q[game.pass_action] == 0.0 > result.value
 
 
 def test_pass_after_a_pass_is_valued_by_the_result():

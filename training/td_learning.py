@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
 import engine.games as games_registry
@@ -69,6 +70,7 @@ def train(
     info = {"algorithm": "td-learning", "alpha": alpha, "epsilon": epsilon, "lambda": lam, "komi": komi, "seed": seed}
     rng = seed_state(seed + played)
     start = rules.initial_state()
+    owners = np.zeros(rules.size**2)  # the simulations' final owners, not needed here
     bar = tqdm(total=games, unit="game", desc=f"TD learning {game}", disable=not progress)
     weights, done = start_weights, 0
     while done < games:
@@ -76,7 +78,7 @@ def train(
         wins = moves = 0.0
         clock = time.perf_counter()
         for _ in range(chunk):
-            reward, length = features.simulate(start, config, rng)
+            reward, length = features.simulate(start, config, rng, owners)
             wins += reward
             moves += length
             bar.update(1)

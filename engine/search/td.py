@@ -163,13 +163,20 @@ class ShapeWeights:
 class TdResult:
     """What one `TdSearch.choose` returns.
 
-    - ``action``: the move, greedy on the learnt afterstate values among legal moves that
-      fill no own single-point eye, and pass (valued V(s), or by the final score when the
-      opponent has just passed, since passing then ends the game).
+    - ``action``: the move, greedy on the learnt afterstate values among the legal moves that
+      fill no own single-point eye.  Pass only when there is no such move (the simulated
+      players' rule, Sect. 3.2.1, which the values were learnt under), or after the
+      opponent's pass when ending the game wins at least as much as the best move's value
+      (the result of the board as it stands, Tromp-Taylor).  A pass's value is V(s) of the
+      unchanged board otherwise, which knows neither the side to move nor komi: at the
+      empty board it is exactly 1/2, so it must not compete with the moves.
     - ``q``: float32[A], each legal action's afterstate value for the side to move in [-1, 1]
       (2 * winning probability - 1), 0 on illegal actions; ``legal``: bool[A].
     - ``value``: ``q[action]``; ``simulations``: simulated games this call, ``moves``: the
       moves they played; ``elapsed``: seconds.
+    - ``ownership``: float32[size, size], each point's mean final owner over the simulated
+      games, +1 = the side to move's (as `SearchResult.ownership`): what the simulations
+      say is alive or dead; None when no game was simulated.
     """
 
     action: int
@@ -179,6 +186,7 @@ class TdResult:
     simulations: int
     moves: int
     elapsed: float
+    ownership: np.ndarray | None
 
 
 class Features:
@@ -230,9 +238,10 @@ class Features:
         )
         return out
 
-    def simulate(self, state: GoState, config: TdConfig, rng: np.ndarray) -> tuple[float, int]:
+    def simulate(self, state: GoState, config: TdConfig, rng: np.ndarray, ownership: np.ndarray) -> tuple[float, int]:
         """One simulated game from ``state`` that learns ``theta``; returns its reward (Black's:
-        1 win, 0 loss, 0.5 draw) and its number of moves."""
+        1 win, 0 loss, 0.5 draw) and its number of moves, and adds each point's final owner
+        (+1 Black, -1 White) to ``ownership`` (float64[n])."""
         game = state.game
         board, seen, position_hash, passes = _position(state)
         nbr, zob, diag = _tables(game.size)
@@ -242,7 +251,7 @@ class Features:
             board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, state.move_number,
             game.max_moves, game.komi, nbr, zob, diag, g.base, g.point_windows, g.point_powers,
             self.index, self.sign, self.theta, self.fixed, config.epsilon, config.alpha, config.lam,
-            depth, config.greedy_moves, rng, self.traces,
+            depth, config.greedy_moves, rng, self.traces, ownership,
         )
         return float(reward), int(moves)
 
@@ -299,12 +308,17 @@ class TdSearch:
         stopped = stop.is_set if isinstance(stop, threading.Event) else stop
         start = time.perf_counter()
         done = moves = 0
+        owners = np.zeros(self.game.size**2)
         while simulations is None or done < simulations:
             if (seconds is not None and time.perf_counter() - start >= seconds) or (stopped is not None and stopped()):
                 break
-            moves += self.features.simulate(state, self.config, self._rng)[1]
+            moves += self.features.simulate(state, self.config, self._rng, owners)[1]
             done += 1
-        return self._decide(state, done, moves, time.perf_counter() - start)
+        ownership = None
+        if done:
+            mover = 1 if state.to_play == 0 else -1
+            ownership = (owners * (mover / done)).astype(np.float32).reshape(self.game.size, self.game.size)
+        return self._decide(state, done, moves, time.perf_counter() - start, ownership)
 
     def _follow(self, state: GoState) -> None:
         """Clear the transient memory unless ``state`` continues (or undoes into) the last game:
@@ -318,7 +332,9 @@ class TdSearch:
                 self.new_game()
         self._game_line = key, moves
 
-    def _decide(self, state: GoState, simulations: int, moves: int, elapsed: float) -> TdResult:
+    def _decide(
+        self, state: GoState, simulations: int, moves: int, elapsed: float, ownership: np.ndarray | None
+    ) -> TdResult:
         """Greedy choice on the afterstate values (Sect. 4.4), with the values of every legal move."""
         size = self.game.size
         n = size * size
@@ -326,7 +342,8 @@ class TdSearch:
         color = 1 if state.to_play == 0 else -1
         legal = state.legal_mask()
         logits = self.features.afterstate_logits(board, color, legal)
-        if state.consecutive_passes >= 1:  # passing ends the game: its value is the result
+        ends = state.consecutive_passes >= 1  # passing now ends the game: its value is the result
+        if ends:
             score = state.score()
             pass_logit = np.inf if score > 0 else (-np.inf if score < 0 else 0.0)
         else:
@@ -338,11 +355,11 @@ class TdSearch:
         playable = [int(p) for p in np.flatnonzero(legal[:n]) if not tk.own_eye(board, int(p), color, nbr, diag)]
         action = n
         if playable:
-            best = max(playable, key=lambda p: (mover_q[p], -p))  # ties: the first point
-            if mover_q[best] >= mover_q[n]:
-                action = best
+            action = max(playable, key=lambda p: (mover_q[p], -p))  # ties: the first point
+            if ends and mover_q[n] >= mover_q[action]:
+                action = n
         q = mover_q.astype(np.float32)
-        return TdResult(action, q, legal, float(q[action]), simulations, moves, elapsed)
+        return TdResult(action, q, legal, float(q[action]), simulations, moves, elapsed, ownership)
 
 
 def _position(state: GoState) -> tuple[np.ndarray, np.ndarray, int, int]:

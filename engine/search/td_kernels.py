@@ -637,6 +637,7 @@ def simulate(
     greedy_moves: int,
     rng: np.ndarray,
     traces: tuple,
+    ownership: np.ndarray,
 ) -> tuple[float, int]:
     """One simulated game from a position, learning ``theta`` as it goes; returns its reward
     (1 Black wins, 0 White wins, 0.5 a draw) and the number of moves simulated.
@@ -648,7 +649,9 @@ def simulate(
     another move (Sect. 3.2.1).  After every move the state two plies back is updated by
     logistic NTD2(lambda) (`ntd2_update`), and at the end the last state of each colour
     learns from the reward, so every simulated state learns, the default policy's too.
-    ``traces`` (`new_traces`, for the learnt weights) are empty before and after.
+    ``traces`` (`new_traces`, for the learnt weights) are empty before and after; the final
+    owner of each point (+1 Black, -1 White, 0 neither; Tromp-Taylor, and the game played
+    out, so dead stones are gone) is added to ``ownership``.
     Self-play TD learning (Sect. 3.2.1) is the same game from the empty board with
     ``greedy_moves`` beyond the move cap.
     """
@@ -741,6 +744,7 @@ def simulate(
         trace_add(t % 2, t, slot_index[s], slot_sign[s], slot_count[s], lam, traces)
     owner = np.empty(n, np.int8)
     black, white = gk.area(hist[0], nbr, owner)
+    ownership += owner
     score = black - white - komi
     reward = 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
     for u in (t - 2, t - 1):
