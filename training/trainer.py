@@ -61,8 +61,8 @@ from training.torch_evaluator import TorchEvaluator
 
 # Names benchmarks/training.py still imports from this module (#22: from training.config,
 # training.klent and training.fitting once that file is next edited).
-from training.config import PRECISIONS, EvalConfig, OptimConfig  # noqa: E402, F401
-from training.klent import batch_loss as klent_batch_loss  # noqa: E402, F401
+from training.config import PRECISIONS, EvalConfig, OptimConfig  # noqa: F401
+from training.klent import batch_loss as klent_batch_loss  # noqa: F401
 
 
 class Trainer:
