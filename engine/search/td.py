@@ -17,7 +17,10 @@ sigmoid(phi . theta + phi_bar . theta_bar) and the search learns only the transi
     search = TdSearch(game)                                # TD search
     search = TdSearch(game, permanent=ShapeWeights.load("weights/go9-td.npz"))  # Dyna-2
     result = search.choose(state, simulations=1000)        # or seconds=1.0, stop=event
-    result.action, result.q, result.simulations
+    result.action, result.q, result.simulations, result.ownership
+
+One `TdSearch` serves one game at a time: it keeps the transient weights between the moves of
+a game and clears them when it is given a position from another game (or by `new_game`).
 """
 
 from __future__ import annotations
