@@ -2,7 +2,9 @@
 
 A training lever (a board-symmetry augmentation, another network size, ...) is measured by
 training two runs on the same budget, one with and one without it, and playing their models
-against each other.  Both play greedily (the argmax of the policy, as in reactive play) and
+against each other.  Both play as the engine's reactive player does (`engine.player`: the
+argmax of the policy, and in Go the move rules every protocol applies -- no pass that loses the
+count on the board, no filling of one's own eyes), so a model is measured as users meet it;
 the first ``--opening-plies`` moves of every game are uniformly random, so that two
 deterministic players do not repeat the same two games; colours alternate.  Prints the first
 model's wins, losses and draws, its win rate with a Wilson 95% interval and the Elo
@@ -20,13 +22,33 @@ each, and the pooled result is printed after the per-opponent ones.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from engine.games.base import State
 from engine.network import OnnxEvaluator
+from engine.player import Player, PlayOptions
 from protocols.match_stats import MatchSummary
-from training.metrics import greedy_agent, play_games
+from training.metrics import Agent, play_games
+
+
+def reactive_agent(evaluator: OnnxEvaluator) -> Agent:
+    """The engine's reactive move in each state (one network call; Go's move rules for Go).
+
+    Unbatched, unlike the trainer's greedy agent: the rules judge one position at a time.
+    """
+    player = Player(evaluator, PlayOptions(mode="reactive"))
+
+    def choose(states: Sequence[State]) -> np.ndarray:
+        actions = []
+        for state in states:
+            player.set_position(state)
+            actions.append(player.decide().action)
+        return np.array(actions, dtype=np.int64)
+
+    return choose
 
 
 def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed: int) -> MatchSummary:
@@ -35,7 +57,7 @@ def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed
     if one.game.name != two.game.name:
         raise ValueError(f"{first} plays {one.game.name} but {second} plays {two.game.name}")
     rng = np.random.default_rng(seed)
-    rewards = play_games(one.game, greedy_agent(one), greedy_agent(two), games, rng, opening_plies)
+    rewards = play_games(one.game, reactive_agent(one), reactive_agent(two), games, rng, opening_plies)
     return MatchSummary.from_counts(
         wins=int((rewards > 0).sum()), losses=int((rewards < 0).sum()), draws=int((rewards == 0).sum())
     )

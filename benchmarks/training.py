@@ -37,7 +37,10 @@ from training.export import export_onnx
 from training.nets import NetConfig, build_net
 from training.selfplay import Samples, SelfPlayConfig
 from training.torch_evaluator import TorchEvaluator
-from training.trainer import PRECISIONS, EvalConfig, OptimConfig, Trainer, TrainConfig, fit, klent_batch_loss
+from training.config import PRECISIONS, EvalConfig, OptimConfig, TrainConfig
+from training.fitting import fit
+from training.klent import batch_loss as klent_batch_loss
+from training.trainer import Trainer
 
 
 def network_bound(config: TrainConfig, repeats: int, threads: int) -> dict[str, float]:

@@ -59,11 +59,6 @@ from training.nets import KlentNet, build_net
 from training.selfplay import GameSlots, Samples
 from training.torch_evaluator import TorchEvaluator
 
-# Names benchmarks/training.py still imports from this module (#22: from training.config,
-# training.klent and training.fitting once that file is next edited).
-from training.config import PRECISIONS, EvalConfig, OptimConfig  # noqa: F401
-from training.klent import batch_loss as klent_batch_loss  # noqa: F401
-
 
 class Trainer:
     """One training run in one run folder (one instance per torchrun process)."""
