@@ -1,4 +1,4 @@
-# Two commands: `make test` (set up + the whole suite) and `make run` (set up + the engine).
+# Two commands: `make test` (set up + lint + the whole suite) and `make run` (set up + the engine).
 # Both do all of their own set-up on a fresh machine: virtualenv, Python packages, and the
 # Debian programs the tests use (gnugo, stockfish, fairy-stockfish, chromium).
 
@@ -7,7 +7,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.klent-installed
 
-.PHONY: setup system-deps test run clean
+.PHONY: setup system-deps lint test run clean
 
 setup: $(STAMP)
 
@@ -22,11 +22,16 @@ $(STAMP): pyproject.toml
 system-deps:
 	bash scripts/install-debian-deps.sh
 
-test: setup system-deps
+# ruff on the whole tree, mypy on engine/ and protocols/ (both configured in pyproject.toml).
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: setup system-deps lint
 	$(PY) -m pytest -q
 
 run: setup
 	$(VENV)/bin/klent serve
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build *.egg-info

@@ -2,9 +2,9 @@
 
 Prints, in one run and on the same model (best of ``--rounds`` interleaved rounds): (a) ONNX
 Runtime positions/s at batch 1, 16 and 64 on pre-encoded observations; (b) simulations/s of
-one game's Gumbel search at n = 200; (c) simulations/s of 64 games searched together.  The targets (issue 3) are b >= 50% of a at
-batch 16 and c >= 85% of a at batch 64: the search may cost at most 15% on top of the network
-when it can batch.
+one game's Gumbel search at n = 200; (c) simulations/s of 64 games searched together.  The
+targets (issue 3) are b >= 50% of a at batch 16 and c >= 85% of a at batch 64: the search may
+cost at most 15% on top of the network when it can batch.
 
 Without ``--model`` a randomly initialised 6 x 64 network for ``--game`` (default go9) is built
 and exported to a temporary file; that needs the training extra (torch).  Usage:

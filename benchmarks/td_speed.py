@@ -32,7 +32,7 @@ from benchmarks.rules import measure
 from engine.games import go_kernels as gk
 from engine.games.go import GoGame
 from engine.search import td_kernels as tk
-from engine.search.td import TdConfig, TdSearch, ShapeWeights, warm_up
+from engine.search.td import ShapeWeights, TdConfig, TdSearch, warm_up
 
 
 @njit(cache=True)

@@ -33,13 +33,13 @@ import torch
 import engine.games as games
 from engine.games.base import Game
 from engine.network import OnnxEvaluator, default_threads
+from training.config import PRECISIONS, EvalConfig, OptimConfig, TrainConfig
 from training.export import export_onnx
+from training.fitting import fit
+from training.klent import batch_loss as klent_batch_loss
 from training.nets import NetConfig, build_net
 from training.selfplay import Samples, SelfPlayConfig
 from training.torch_evaluator import TorchEvaluator
-from training.config import PRECISIONS, EvalConfig, OptimConfig, TrainConfig
-from training.fitting import fit
-from training.klent import batch_loss as klent_batch_loss
 from training.trainer import Trainer
 
 

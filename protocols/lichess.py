@@ -23,7 +23,7 @@ from typing import Any
 
 import engine.games
 from engine.games.base import Setup, State
-from engine.player import PlayOptions, Player, ResignTracker, move_budget
+from engine.player import Player, PlayOptions, ResignTracker, move_budget
 from protocols.lichess_client import LichessClient, LichessError, StreamDropped
 from protocols.lichess_config import BotConfig, ChallengePolicy
 

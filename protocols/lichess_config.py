@@ -10,13 +10,15 @@ comes from the environment only (`TOKEN_VARIABLE`), so a config file can be shar
 
 from __future__ import annotations
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 TOKEN_VARIABLE = "LICHESS_BOT_TOKEN"
 DEFAULT_BASE_URL = "https://lichess.org"

@@ -41,15 +41,21 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import engine.games
 from engine.files import write_text_atomically
-from engine.games.base import GameFormatError, IllegalMoveError
+from engine.games.base import GameFormatError, IllegalMoveError, State
 from engine.games.go import GoGame
 from engine.games.sgf import write_sgf
 from protocols.engine_process import EngineCrashed, EngineError, EngineTimeout, GtpFailure, GtpProcess
 from protocols.go_text import score_points
 from protocols.match_stats import MatchSummary
+
+if TYPE_CHECKING:
+    import chess.engine
+
+    from engine.games.chess import ChessState
 
 DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
 
@@ -296,7 +302,7 @@ def _pgn_openings(text: str, path: str | Path) -> tuple[str, ...]:
 
     import chess.pgn
 
-    openings = []
+    openings: list[str] = []
     handle = io.StringIO(text)
     while (parsed := chess.pgn.read_game(handle)) is not None:
         if parsed.errors:
@@ -308,18 +314,26 @@ def _pgn_openings(text: str, path: str | Path) -> tuple[str, ...]:
     return tuple(openings)
 
 
-def opening_state(game: str, opening: str):
+def opening_state(game: str, opening: str) -> State:
     """The position an opening line stands for: a `ChessState` or a Go state."""
-    rules = engine.games.get(game, max_moves=None)
     if game == "chess":
-        fen, _, moves = opening.partition(" moves ")
-        fields = fen.split()
-        fen = " ".join(fields[:4] + ["0", "1"]) if len(fields) == 4 else fen  # EPD: no counters
-        return rules.from_fen(fen, moves.split())
+        return chess_opening(opening)
+    rules = engine.games.get(game, max_moves=None)
     state = rules.initial_state()
     for text in opening.split():
         state = state.play(rules.text_to_action(state, text))
     return state
+
+
+def chess_opening(opening: str) -> ChessState:
+    """The chess position of an opening line: a FEN (or an EPD's four fields), then optionally
+    `` moves `` and the moves in UCI or SAN."""
+    from engine.games.chess import ChessGame
+
+    fen, _, moves = opening.partition(" moves ")
+    fields = fen.split()
+    fen = " ".join(fields[:4] + ["0", "1"]) if len(fields) == 4 else fen  # EPD: no counters
+    return ChessGame(max_moves=None).from_fen(fen, moves.split())
 
 
 def distinct_games(results: list[GameResult]) -> int:
@@ -509,8 +523,6 @@ class _ChessArena:
     """Two UCI engines through python-chess."""
 
     def __init__(self, config: MatchConfig) -> None:
-        import chess.engine
-
         self.config = config
         self.move_time = config.time_per_move or 1.0
         self.engines: list[chess.engine.SimpleEngine | None] = [None, None]
@@ -519,7 +531,7 @@ class _ChessArena:
                 self._engine(who)  # a wrong option name fails here, before any game
         self.names = [self._name(i) for i in (0, 1)]
 
-    def _engine(self, who: int):
+    def _engine(self, who: int) -> chess.engine.SimpleEngine:
         import shlex
 
         import chess.engine
@@ -566,7 +578,7 @@ class _ChessArena:
         first = index % 2
         seat = (first, 1 - first)  # seat[0] plays White
         opening = config.opening(index)
-        board = chess.Board() if opening is None else opening_state("chess", opening[1]).board
+        board = chess.Board() if opening is None else chess_opening(opening[1]).board
         clock = _Clock()
         cap = None if config.max_moves is None else config.max_moves + len(board.move_stack)
 

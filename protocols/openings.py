@@ -24,20 +24,23 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 import engine.games
+from engine.games.base import State
+from engine.games.go import GoState
 from protocols.engine_process import GtpProcess
 from protocols.go_text import score_points
 from protocols.uci_value import open_uci, wdl_value
 
 
-def off_the_edge(state) -> list[int]:
+def off_the_edge(state: State) -> list[int]:
     """The legal moves of a Go position that are neither a pass nor on the first line: the
     random moves of a Go opening (a stone on the edge at move 2 is no opening anyone plays)."""
+    assert isinstance(state, GoState)
     size = state.game.size
     return [int(a) for a in np.flatnonzero(state.legal_mask())
             if a < size * size and 0 < a % size < size - 1 and 0 < a // size < size - 1]
 
 
-def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[list[str], object] | None:
+def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[list[str], State] | None:
     """``plies`` random moves from the initial position (Go: no pass, none on the first line),
     as move texts with the state reached; None when the game ended on the way."""
     game = engine.games.get(game_id, max_moves=None)
@@ -48,18 +51,21 @@ def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[lis
         if not legal or state.is_terminal:
             return None
         action = int(rng.choice(legal))
-        texts.append(game.vertex(action) if game_id != "chess" else game.action_to_text(state, action))
+        texts.append(game.action_to_text(state, action))
         state = state.play(action)
     return (None if state.is_terminal else (texts, state))
 
 
-def chess_judge(command: str, depth: int) -> tuple[Callable[[object], float], Callable[[], None]]:
+def chess_judge(command: str, depth: int) -> tuple[Callable[[State], float], Callable[[], None]]:
     """(value of a `ChessState` as W - L for the side to move, close)."""
     import chess.engine
 
+    from engine.games.chess import ChessState
+
     judge = open_uci(command)
 
-    def value(state) -> float:
+    def value(state: State) -> float:
+        assert isinstance(state, ChessState)
         board = state.board
         # A new game each time clears the hash: the value depends on the position alone.
         return wdl_value(judge.analyse(board, chess.engine.Limit(depth=depth), game=object()), board.turn)
@@ -105,7 +111,8 @@ def balanced_openings(
             texts, state = drawn
             line = " ".join(texts)
             if game_id == "chess":
-                line = f"{engine.games.get('chess').initial_state().fen()} moves {line}"
+                chess_game = engine.games.get("chess")
+                line = f"{chess_game.fen(chess_game.initial_state())} moves {line}"
                 balanced = abs(value(state)) <= max_value
             else:
                 balanced = abs(value_of_line(texts)) <= max_value

@@ -29,10 +29,11 @@ def wdl_value(info: chess.engine.InfoDict, turn: chess.Color) -> float:
     the centipawn score is squashed by tanh(cp / 400) (a pawn is worth about 0.25).
     """
     score = info["score"].pov(turn)
-    if score.is_mate():
-        return 1.0 if score.mate() > 0 else -1.0
+    mate = score.mate()
+    if mate is not None:
+        return 1.0 if mate > 0 else -1.0
     wdl = info.get("wdl")
     if wdl is not None:
-        w, _, l = wdl.pov(turn)
-        return (w - l) / 1000.0
-    return math.tanh(score.score() / 400.0)
+        wins, _, losses = wdl.pov(turn)
+        return (wins - losses) / 1000.0
+    return math.tanh(score.score(mate_score=0) / 400.0)  # not a mate: the mate score is never used

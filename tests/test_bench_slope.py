@@ -44,7 +44,7 @@ def test_each_snapshot_gets_a_row_pooled_over_the_references(
     rates = {row[0]: float(row[1]) for row in rows}
     assert rates["200"] == rates[LATEST] > 0.75  # the trained model, the same games both times
     assert rates["300"] < rates["200"]  # an untrained model against copies of itself
-    for label, rate, low, high, _ in rows:
+    for _label, rate, low, high, _ in rows:
         assert float(low) <= float(rate) <= float(high)
 
 

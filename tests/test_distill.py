@@ -19,10 +19,10 @@ import torch
 
 import engine.games
 from training import teacher
+from training.config import EvalConfig, OptimConfig, load_config
 from training.distill import LabelledSet, batches, distill_loss, to_samples, validation_metrics
 from training.nets import NetConfig, build_net
 from training.selfplay import SelfPlayConfig
-from training.config import EvalConfig, OptimConfig, TrainConfig, load_config
 from training.trainer import Trainer
 
 CONFIGS = Path(__file__).resolve().parent.parent / "training" / "configs"
@@ -60,8 +60,8 @@ def test_labels_equal_a_direct_stockfish_query(stockfish_path: str) -> None:
             assert len(actions) == len(expected) == board.legal_moves.count()
             for action, value in zip(actions, values):
                 move = game.action_to_move(state, int(action))
-                w, _, l = expected[move]
-                assert value == pytest.approx((w - l) / 1000, abs=1e-6), move.uci()
+                wins, _, losses = expected[move]
+                assert value == pytest.approx((wins - losses) / 1000, abs=1e-6), move.uci()
     finally:
         ours.quit()
         direct.quit()

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
+from training.config import EvalConfig, config_to_toml, load_config
 from training.metrics import read_metrics
 from training.nets import load_checkpoint
 from training.selfplay import SelfPlayConfig
-from training.config import EvalConfig, config_to_toml, load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -66,7 +66,8 @@ colours = st.sampled_from(["b", "w", "black", "white", "B", "W", "x", "", "bw"])
 vertices = st.sampled_from(["E5", "C3", "D4", "G7", "A1", "J9", "pass", "PASS", "resign", "I5", "T19",
                             "Z1", "E0", "E10", "e5", "", "5E", "A"])
 numbers = st.sampled_from(["0", "1", "2", "5", "9", "10", "19", "-1", "7.5", "-7.5", "150", "150.5", "0.5",
-                           "1e308", "nan", "inf", "-inf", "1_000", "\u0661", "\uff19", "abc", "", "99999999999999999999"])
+                           "1e308", "nan", "inf", "-inf", "1_000", "\u0661", "\uff19", "abc", "",
+                           "99999999999999999999"])
 junk = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=25)
 ids = st.sampled_from(["", "", "", "1 ", "42 ", "007 ", "-1 ", "1.5 "])
 

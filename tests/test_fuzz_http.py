@@ -56,7 +56,11 @@ numbers = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
 )
 json_scalars = st.one_of(st.none(), st.booleans(), numbers, junk_text)
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(junk_text, inner, max_size=3), max_leaves=6)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(junk_text, inner, max_size=3),
+    max_leaves=6,
+)
 
 GO_MOVES = ["E5", "C3", "D4", "pass", "PASS", "resign", "A1", "J9", "T19", "I5", "Z99", "e5", "", " E5", "D", "44"]
 CHESS_MOVES = ["e2e4", "e7e5", "g1f3", "b8c6", "e1g1", "a7a8q", "e2e5", "0000", "Nf3", "e2e4e"]
@@ -187,7 +191,8 @@ def test_fuzzed_requests_never_crash_hang_or_leave_state(client) -> None:
     # Nothing a request did changed the answer to the same question, and the fuzz reached
     # both the engine (searches among the 200s) and the validation (422s).
     assert client.post("/v1/go9/move", json=PROBE).json()["move"] == baseline["move"]
-    print(f"HTTP fuzz: {sum(statuses.values())} requests, statuses {dict(sorted(statuses.items()))}, {searched} searches")
+    print(f"HTTP fuzz: {sum(statuses.values())} requests, statuses {dict(sorted(statuses.items()))}, "
+          f"{searched} searches")
     assert statuses.get(200, 0) > 40 and statuses.get(422, 0) > 40 and searched > 10, (statuses, searched)
 
 
@@ -210,7 +215,8 @@ header_lines = st.lists(
     ),
     max_size=4,
 )
-raw_messages = st.tuples(request_lines, header_lines, st.sampled_from(["", "{}", "0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n", "{\"mode\": \"reactive\"}"]))
+raw_bodies = st.sampled_from(["", "{}", "0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n", "{\"mode\": \"reactive\"}"])
+raw_messages = st.tuples(request_lines, header_lines, raw_bodies)
 
 
 def read_reply(connection: socket.socket) -> bytes:

@@ -16,7 +16,7 @@ from conftest import find_engine
 from fairy_stockfish import FairyStockfish, divide, texts
 
 import engine.games as games
-from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.base import GameFormatError, IllegalMoveError
 from engine.games.gardner import GardnerGame
 
 START = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"

@@ -29,7 +29,9 @@ class ScriptedGoNetwork:
     for that move and 0 for the others, and whose ownership head (when ``black_owns_left``)
     gives Black columns A-E and White F-J.  Counts the states it evaluates."""
 
-    def __init__(self, game: GoGame, favourite: str = "pass", bonus: float = 0.0, black_owns_left: bool = False) -> None:
+    def __init__(
+        self, game: GoGame, favourite: str = "pass", bonus: float = 0.0, black_owns_left: bool = False
+    ) -> None:
         self.game: Game = game
         self.go = game
         self.favourite = game.parse_vertex(favourite)
@@ -96,7 +98,8 @@ def test_own_eyes_are_filled_only_for_a_clear_gain() -> None:
     game = GoGame(9)
     filling = player_at(ScriptedGoNetwork(game, favourite="A1"), black=eye).decide(PlayOptions(mode="reactive"))
     assert filling.move == "pass" and filling.rule is MoveRule.OWN_EYE
-    worth_it = player_at(ScriptedGoNetwork(game, favourite="A1", bonus=0.2), black=eye).decide(PlayOptions(mode="reactive"))
+    worth_it_network = ScriptedGoNetwork(game, favourite="A1", bonus=0.2)
+    worth_it = player_at(worth_it_network, black=eye).decide(PlayOptions(mode="reactive"))
     assert worth_it.move == "A1" and worth_it.rule is None
 
 
@@ -123,7 +126,8 @@ def test_the_referees_judgement() -> None:
     judgement = player.judged()
     game = network.go
     assert {game.vertex(p) for p in judgement.dead} == {"B2", "B3", "C2"}
-    assert [[game.vertex(p) for p in chain] for chain in judgement.chains(dead=True)] == [["B3", "B2", "C2"]]  # by point: row 0 at the top
+    # By point: row 0 at the top.
+    assert [[game.vertex(p) for p in chain] for chain in judgement.chains(dead=True)] == [["B3", "B2", "C2"]]
     assert sum(len(chain) for chain in judgement.chains(dead=False)) == len(DEAD_STONES_BLACK) + 9
     assert judgement.judged.score() == 45 - 36 - 7.5 and judgement.state.score() < 0
     player.options = PlayOptions(judge_dead_stones=False)

@@ -12,7 +12,8 @@ def first_moves(model: str, *options: str) -> list[str]:
     moves = []
     for seed in range(1, 5):
         done = subprocess.run(
-            [sys.executable, "-m", "klent", "gtp", "--model", model, "--simulations", "8", "--seed", str(seed), *options],
+            [sys.executable, "-m", "klent", "gtp", "--model", model, "--simulations", "8", "--seed", str(seed),
+             *options],
             input="boardsize 9\nclear_board\ngenmove b\nquit\n", capture_output=True, text=True, timeout=120,
         )
         replies = [line for line in done.stdout.splitlines() if line.startswith("=")]
@@ -30,6 +31,6 @@ def test_gumbel_noise_varies_the_moves_and_stays_reproducible(untrained_model) -
 
 
 def test_a_bad_gumbel_scale_is_a_one_line_error(untrained_model) -> None:
-    done = subprocess.run([sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9"), "--gumbel-scale", "nan"],
-                          input="", capture_output=True, text=True, timeout=60)
+    command = [sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9"), "--gumbel-scale", "nan"]
+    done = subprocess.run(command, input="", capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--gumbel-scale" in done.stderr and "Traceback" not in done.stderr

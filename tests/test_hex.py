@@ -83,6 +83,7 @@ def test_random_games_end_exactly_when_a_chain_connects(size: int, swap: bool, g
     for trial in range(games_played):
         state = game.initial_state()
         reference = Connections(size)
+        action = -1  # the last stone played: the swap below mirrors Black's opening stone
         while True:
             assert state.is_terminal == (reference.winner() != 0)
             if state.is_terminal:

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from fake_lichess import FakeLichess, FirstLegal, StockfishOpponent
 
 from protocols.lichess import Bot, decline_reason
 from protocols.lichess_client import ENDPOINTS, LichessClient, redact
 from protocols.lichess_config import ChallengePolicy, config_from_dict, load_config
-from fake_lichess import FakeLichess, FirstLegal, StockfishOpponent
 
 TOKEN = "lip_SECRETtoken0123456789"
 ROOT = Path(__file__).resolve().parent.parent

@@ -241,8 +241,8 @@ def test_generated_openings_are_balanced_distinct_and_readable(tmp_path, stockfi
         for line in openings:
             board = opening_state("chess", line).board
             assert len(board.move_stack) == 6
-            w, _, l = judge.analyse(board, chess.engine.Limit(depth=8), game=object())["wdl"].pov(board.turn)
-            assert abs(w - l) <= 150  # the generator's own judgement, repeated
+            wins, _, losses = judge.analyse(board, chess.engine.Limit(depth=8), game=object())["wdl"].pov(board.turn)
+            assert abs(wins - losses) <= 150  # the generator's own judgement, repeated
     finally:
         judge.quit()
     again = tmp_path / "again.txt"

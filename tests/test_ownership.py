@@ -156,7 +156,8 @@ def test_symmetry_image_moves_ownership_with_the_board() -> None:
 
 
 def test_net_outputs_convert_to_float32() -> None:
-    half = NetOutputs(torch.zeros(2, 3, dtype=torch.bfloat16), None, None, torch.zeros(2, 2, 2, dtype=torch.bfloat16), None)
+    zeros = torch.zeros(2, 3, dtype=torch.bfloat16)
+    half = NetOutputs(zeros, None, None, torch.zeros(2, 2, 2, dtype=torch.bfloat16), None)
     converted = half.as_float()
     assert converted.policy_logits.dtype == torch.float32 and converted.ownership.dtype == torch.float32
     assert converted.action_values is None

@@ -18,7 +18,6 @@ from engine.network import OnnxEvaluator
 from engine.search import GumbelConfig, SearchLimits, search
 
 
-
 def untrained_evaluator(game: Game, folder: Path) -> OnnxEvaluator:
     """A random 2 x 16 KLENT network (policy + action values) for ``game``, through ONNX."""
     from training.export import export_onnx

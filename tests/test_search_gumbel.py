@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from search_fakes import PathState, ScriptedEvaluator, TreeGame, WideGame
 
 import engine.games
 from engine.games.base import State
 from engine.search import GumbelConfig, SearchLimits, SearchResult, search
 from engine.search.gumbel import warm_up
 from engine.search.tree import Forest
-from search_fakes import PathState, ScriptedEvaluator, TreeGame, WideGame
 
 PLAY = GumbelConfig(gumbel_scale=0.0)
 

@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from engine.network import OnnxEvaluator
 from benchmarks.training import random_samples
+from engine.games.go import GoGame
+from engine.network import OnnxEvaluator
 from klent.cli import main as klent_main
 from klent.commands.plot import run_summary
 from training import klent
@@ -26,7 +27,6 @@ from training.fitting import fit, symmetry_image
 from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
 from training.nets import NetConfig, build_net, load_checkpoint
 from training.selfplay import SelfPlayConfig
-from engine.games.go import GoGame
 from training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parent.parent

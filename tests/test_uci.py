@@ -162,9 +162,9 @@ def test_centipawns_is_monotone_odd_and_capped() -> None:
 
 def test_wdl_sums_to_1000_and_follows_the_value() -> None:
     for v in (-1.0, -0.3, 0.0, 0.01, 0.7, 1.0):
-        w, d, l = wdl(v)
-        assert min(w, d, l) >= 0 and w + d + l == 1000
-        assert abs((w - l) / 1000 - v) < 0.002
+        wins, draws, losses = wdl(v)
+        assert min(wins, draws, losses) >= 0 and wins + draws + losses == 1000
+        assert abs((wins - losses) / 1000 - v) < 0.002
     assert wdl(1.0) == (1000, 0, 0) and wdl(-1.0) == (0, 0, 1000)
 
 

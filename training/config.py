@@ -325,8 +325,8 @@ def _reject_unknown(where: str, data: dict[str, Any], known: tuple[str, ...]) ->
     unknown = sorted(set(data) - set(known))
     if unknown:
         prefix = f"{where} " if where else ""
-        raise ValueError(f"{prefix}{', '.join(unknown)} {'is not a setting' if len(unknown) == 1 else 'are not settings'}"
-                         f" (known: {', '.join(known)})")
+        verb = "is not a setting" if len(unknown) == 1 else "are not settings"
+        raise ValueError(f"{prefix}{', '.join(unknown)} {verb} (known: {', '.join(known)})")
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -14,9 +14,10 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
 5. `validation_metrics`: on the held-out games, top-1 agreement of pi_theta's choice with the
    teacher (its value is the best one: W - L values tie often, a thousandth apart at most), the
    regret of that choice (best value minus its value: what reactive play loses per move, by the
-   teacher's reckoning) and of argmax Q_theta's choice (Ruoss et al. play that way), the mean squared Q error, and the share of *tactical* positions solved
-   -- those where the teacher's best move is worth at least `TACTIC_GAP` more than any other (a
-   mate, a winning capture, the only defence): a reactive player must find exactly that move;
+   teacher's reckoning) and of argmax Q_theta's choice (Ruoss et al. play that way), the mean
+   squared Q error, and the share of *tactical* positions solved -- those where the teacher's
+   best move is worth at least `TACTIC_GAP` more than any other (a mate, a winning capture, the
+   only defence): a reactive player must find exactly that move;
 6. `Distill`, the algorithm as the trainer runs it (`training.algorithm.Algorithm`): each
    process fits its share of every iteration's positions.
 """
@@ -96,7 +97,7 @@ class LabelledSet:
                 by_game.setdefault(int(game_row), []).append(position)
             for game_row, positions in by_game.items():
                 states = _states_at(replay, str(shard["game_moves"][game_row]), shard["ply"][positions])
-                for position, state in zip(positions, states):
+                for state in states:
                     obs[row] = game.encode(state)
                     legal[row] = np.packbits(state.legal_mask())
                     row += 1

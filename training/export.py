@@ -25,20 +25,20 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from engine.files import atomic_target
 from engine.games.base import Game
 from engine.network import (
     ACTION_VALUE_OUTPUT,
     INPUT_NAME,
-    OWNERSHIP_OUTPUT,
-    SCORE_OUTPUT,
     META_ARCH,
     META_ENCODER,
     META_GAME,
     META_TRAINING,
+    OWNERSHIP_OUTPUT,
     POLICY_OUTPUT,
+    SCORE_OUTPUT,
     STATE_VALUE_OUTPUT,
 )
-from engine.files import atomic_target
 from training.nets import KlentNet
 
 # ONNX opset of exported models: new enough for everything the network uses, old enough for

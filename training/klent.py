@@ -191,7 +191,12 @@ def batch_loss(
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """`klent_loss` on a minibatch of `Samples` fields."""
     return klent_loss(
-        outputs.policy_logits, outputs.action_values, batch["masks"], batch["actions"], batch["policy"], batch["returns"]
+        outputs.policy_logits,
+        outputs.action_values,
+        batch["masks"],
+        batch["actions"],
+        batch["policy"],
+        batch["returns"],
     )
 
 

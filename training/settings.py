@@ -83,7 +83,7 @@ def check_arguments(where: str, cls: type, values: dict[str, Any]) -> None:
         try:
             TypeAdapter(hints.get(name, Any), config=_STRICT).validate_python(value)
         except ValidationError as error:
-            raise ValueError(one_line(error, lambda loc: f"{where} {name}")) from None
+            raise ValueError(one_line(error, lambda loc, name=name: f"{where} {name}")) from None
 
 
 def key_path(loc: Location) -> str:

@@ -31,12 +31,13 @@ the captor), both from the view of the player to move.
 Storage: a folder with ``manifest.json`` and ``shard-NNNNN.npz`` files, each holding
 ``games_per_shard`` consecutive games whole.  Game ``i`` is fully determined by
 (seed, i) and the teacher (a chess teacher's hash is cleared before each position and it
-searches with one thread; GNU Go gets the game's index as its random seed), so a labelling run killed at any moment resumes at the first game not in a
-committed shard and produces exactly the positions an uninterrupted run would.  Positions are
-deduplicated by Zobrist hash across the whole set, in game order; game ``i`` is a validation
-game when ``i % validation_every == validation_every - 1``, so the split is by game, never by
-position.  A shard is written atomically and only then listed in the manifest (also atomic); a
-shard file the manifest does not list is left over from a kill and is rewritten.
+searches with one thread; GNU Go gets the game's index as its random seed), so a labelling
+run killed at any moment resumes at the first game not in a committed shard and produces
+exactly the positions an uninterrupted run would.  Positions are deduplicated by Zobrist hash
+across the whole set, in game order; game ``i`` is a validation game when
+``i % validation_every == validation_every - 1``, so the split is by game, never by position.
+A shard is written atomically and only then listed in the manifest (also atomic); a shard file
+the manifest does not list is left over from a kill and is rewritten.
 """
 
 from __future__ import annotations
@@ -307,7 +308,9 @@ def go_position_hash(state: GoState) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def shard_arrays(games: list[LabelledGame], seen: set[int], config: LabelConfig) -> tuple[dict[str, np.ndarray], dict[str, int]]:
+def shard_arrays(
+    games: list[LabelledGame], seen: set[int], config: LabelConfig
+) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """The arrays of one shard, keeping only positions whose hash is not in ``seen`` (which
     grows), and the counts to add to the manifest.
 

@@ -188,7 +188,9 @@ class AnimalShogiState(State):
         """
         key = self._keys[0]
         they_checked = we_checked = True
-        node, back, found = self._keys, 0, 0
+        # The walk stops at the third occurrence, so it never runs off the record's first node.
+        node: tuple = self._keys
+        back, found = 0, 0
         while found < 3:
             if back % 2:
                 we_checked &= node[1]

@@ -177,8 +177,9 @@ def play(
     """Make the legal ``action`` of ``colour`` on a copy ``child`` of ``position`` and fill
     ``mask`` with the opponent's legal actions there.
 
-    Returns `generate`'s three answers for the opponent and whether the move captured.  A captured hen goes to the hand as a chick; a chick
-    reaching the last rank becomes a hen unless the action is the no-promotion one.
+    Returns `generate`'s three answers for the opponent and whether the move captured.  A captured
+    hen goes to the hand as a chick; a chick reaching the last rank becomes a hen unless the
+    action is the no-promotion one.
     """
     child[:] = position
     sign = 1 - 2 * colour

@@ -270,6 +270,7 @@ class ChessState(State):
         move = k.QUEEN_PROMOTIONS[self._colour][action]
         if move is None or not board.pawns >> move.from_square & 1:
             move = k.MOVES[self._colour][action]
+        assert move is not None  # every legal action is a move on the board
         child = board.copy(stack=False)
         child.push(move)
         return ChessState(
@@ -359,7 +360,7 @@ class ChessGame(FenGame):
         status = board.status()
         if status != chess.STATUS_VALID:
             problems = ", ".join(
-                flag.name.lower().replace("_", " ") for flag in chess.Status if flag and flag in status
+                (flag.name or "").lower().replace("_", " ") for flag in chess.Status if flag and flag in status
             )
             raise GameFormatError(f"bad FEN {fen!r}: impossible position ({problems})")
         state = self._root_state(board)

@@ -33,7 +33,7 @@ version, and the engine builds the game for it (`with_encoder`), so models of bo
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -58,7 +58,7 @@ def score_text(score: float) -> str:
     return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tables(size: int) -> tuple[np.ndarray, np.ndarray]:
     """Neighbour and Zobrist tables, shared by every game of one board size."""
     return k.neighbour_table(size), k.zobrist_table(size)

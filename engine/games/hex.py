@@ -38,7 +38,7 @@ identity alone (the test suite checks the half turn against the rules).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -49,7 +49,7 @@ COLUMNS = "abcdefghijklmnopqrs"
 MIN_SIZE, MAX_SIZE = 2, 19
 
 
-@lru_cache(maxsize=None)
+@cache
 def _neighbours(size: int) -> np.ndarray:
     """Neighbour table shared by every game of one board size."""
     return k.neighbour_table(size)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 from numba import njit
@@ -84,7 +84,7 @@ def check_memory(shapes: tuple[int, ...], sharing: tuple[str, ...]) -> None:
         raise ValueError(f"sharing must be distinct names from {SHARINGS}, not {sharing!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def windows(size: int, shapes: tuple[int, ...]) -> Windows:
     """The windows of ``shapes`` (sorted, from `SHAPES`) on a ``size`` x ``size`` board."""
     check_memory(shapes, ("none",))
@@ -166,7 +166,7 @@ def _classes(positive: np.ndarray, negative: np.ndarray) -> tuple[np.ndarray, np
     return index, sign, int(unique.shape[0] - (1 if unique[0] == -1 else 0))
 
 
-@lru_cache(maxsize=None)
+@cache
 def square_table(size: int, k: int, sharing: str) -> tuple[np.ndarray, np.ndarray, int]:
     """Weight index and sign of every raw feature of the k x k squares of one board.
 

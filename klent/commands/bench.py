@@ -20,7 +20,9 @@ BENCHMARKS = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=sorted(BENCHMARKS), help="; ".join(f"{k}: {v}" for k, v in BENCHMARKS.items()))
-    parser.add_argument("options", nargs=argparse.REMAINDER, help="passed to the benchmark (see `klent bench NAME --help`)")
+    parser.add_argument(
+        "options", nargs=argparse.REMAINDER, help="passed to the benchmark (see `klent bench NAME --help`)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

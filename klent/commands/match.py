@@ -58,8 +58,17 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from protocols.engine_process import EngineError
-    from protocols.match import (MatchConfig, MatchFolderError, dead_stones, distinct_games, format_result_line, load_results,
-                                 read_openings, run_match, score_margin)
+    from protocols.match import (
+        MatchConfig,
+        MatchFolderError,
+        dead_stones,
+        distinct_games,
+        format_result_line,
+        load_results,
+        read_openings,
+        run_match,
+        score_margin,
+    )
 
     openings: tuple[str, ...] = ()
     if args.openings is not None:
