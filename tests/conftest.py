@@ -16,7 +16,10 @@ def find_engine(name: str) -> str:
     """
     path = shutil.which(name) or shutil.which(name, path="/usr/games")
     if path is None:
-        pytest.fail(f"{name} not found on PATH or in /usr/games; run `make system-deps`")
+        pytest.fail(
+            f"{name} not found on PATH or in /usr/games; "
+            "run `make system-deps` (scripts/install-debian-deps.sh)"
+        )
     return path
 
 
