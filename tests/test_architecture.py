@@ -15,6 +15,7 @@ the allowed direction.
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,7 @@ ENGINE_ALLOWED = {
 }
 
 
+@cache  # each file is parsed once for all the tests
 def imports(path: Path) -> list[tuple[int, str]]:
     """(line, absolute module name) of every import in ``path``; ``from a import b`` counts as
     ``a.b`` as well as ``a`` only when ``a.b`` is a module of the tree."""
