@@ -6,10 +6,13 @@ one game's Gumbel search at n = 200; (c) simulations/s of 64 games searched toge
 targets (issue 3) are b >= 50% of a at batch 16 and c >= 85% of a at batch 64: the search may
 cost at most 15% on top of the network when it can batch.
 
-Without ``--model`` a randomly initialised 6 x 64 network for ``--game`` (default go9) is built
-and exported to a temporary file; that needs the training extra (torch).  Usage:
+``--compare A.onnx B.onnx`` measures two models of one game side by side in one run (float32
+against int8, issue 23): the same positions, rounds alternating between them, and B/A for
+every figure.  Without ``--model`` or ``--compare`` a randomly initialised 6 x 64 network for
+``--game`` (default go9) is built and exported to a temporary file; that needs the training
+extra (torch).  Usage:
 
-    python -m benchmarks.search [--model PATH] [--games 64] [--simulations 200]
+    python -m benchmarks.search [--model PATH | --compare A B] [--games 64] [--simulations 200]
 """
 
 from __future__ import annotations
@@ -29,11 +32,16 @@ from engine.network import OnnxEvaluator
 from engine.search import GumbelConfig, SearchLimits, search
 
 RAW_BATCHES = (1, 16, 64)
+CONFIG = GumbelConfig(gumbel_scale=1.0)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="klent bench search", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", help="ONNX model (default: a random 6x64 net for --game)")
+    models = parser.add_mutually_exclusive_group()
+    models.add_argument("--model", help="ONNX model (default: a random 6x64 net for --game)")
+    models.add_argument(
+        "--compare", nargs=2, metavar=("A", "B"), help="two models of one game side by side (e.g. float32 and int8)"
+    )
     parser.add_argument("--game", default="go9", help="game of the random net (default go9)")
     parser.add_argument("--games", type=int, default=64, help="games searched together in (c)")
     parser.add_argument("--simulations", type=int, default=200, help="n per search (default 200)")
@@ -46,50 +54,86 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--games, --simulations, --moves and --rounds must be >= 1")
 
     with tempfile.TemporaryDirectory() as folder:
-        path = args.model
-        if path is None:
-            path = os.path.join(folder, f"random-{args.game}.onnx")
+        paths = args.compare or [args.model]
+        if paths[0] is None:
+            paths = [os.path.join(folder, f"random-{args.game}.onnx")]
             try:
-                _export_random_net(args.game, path)
+                _export_random_net(args.game, paths[0])
             except ImportError:
                 print("error: building a random network needs torch (the train extra); pass --model", file=sys.stderr)
                 return 2
         try:
-            evaluator = OnnxEvaluator(path, threads=args.threads)
+            evaluators = [OnnxEvaluator(path, threads=args.threads) for path in paths]
         except (OSError, ValueError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
-        game = evaluator.game
-        rng = np.random.default_rng(0)
-        positions = _random_positions(game, max(args.games, args.moves, max(RAW_BATCHES)), rng)
-        print(f"model {path} ({evaluator.info.arch}, {game.name}) on {', '.join(evaluator.providers)}")
+        game = evaluators[0].game
+        if any(evaluator.game.name != game.name for evaluator in evaluators):
+            print(f"error: {' and '.join(paths)} are models of different games", file=sys.stderr)
+            return 2
+        positions = _random_positions(game, max(args.games, args.moves, max(RAW_BATCHES)), np.random.default_rng(0))
+        for name, path, evaluator in zip("AB", paths, evaluators):
+            print(f"{name}: model {path} ({_describe(evaluator)}, {game.name}) on {', '.join(evaluator.providers)}")
+            search(positions[0], evaluator, SearchLimits(simulations=16), config=CONFIG)  # warm-up
+        # Best of several rounds: other load on the machine only ever slows a round down.  Within
+        # a round (a), (b) and (c) are interleaved, and with two models each round measures both,
+        # in the order A B, then B A, so that both see the same conditions.
+        best = [dict.fromkeys(_labels(args), 0.0) for _ in evaluators]
+        for round_number in range(args.rounds):
+            order = list(range(len(evaluators)))
+            for i in order if round_number % 2 == 0 else order[::-1]:
+                rates = _measure(evaluators[i], positions, args, np.random.default_rng(round_number))
+                best[i] = {label: max(best[i][label], rate) for label, rate in rates.items()}
 
-        limits = SearchLimits(simulations=args.simulations)
-        config = GumbelConfig(gumbel_scale=1.0)
-        search(positions[0], evaluator, SearchLimits(simulations=16), config=config, rng=rng)  # warm-up
-        # Best of several interleaved rounds: other load on the machine only ever slows a round
-        # down, and interleaving exposes (a), (b) and (c) to the same conditions.
-        raw = dict.fromkeys(RAW_BATCHES, 0.0)
-        single_rate = batched_rate = 0.0
-        for _ in range(args.rounds):
-            for batch in RAW_BATCHES:
-                raw[batch] = max(raw[batch], _raw_speed(evaluator, game, positions[:batch], args.seconds))
-            single = _timed(
-                lambda: [search(p, evaluator, limits, config=config, rng=rng) for p in positions[: args.moves]]
-            )
-            single_rate = max(single_rate, args.moves * args.simulations / single)
-            batched = _timed(lambda: search(positions[: args.games], evaluator, limits, config=config, rng=rng))
-            batched_rate = max(batched_rate, args.games * args.simulations / batched)
-
-    rows = [(f"(a) ONNX Runtime, batch {batch}", raw[batch], "positions/s", "") for batch in RAW_BATCHES]
-    rows.append((f"(b) search, 1 game, n = {args.simulations}", single_rate, "simulations/s",
-                 f"= {single_rate / raw[16]:.0%} of (a) at batch 16 (target >= 50%)"))
-    rows.append((f"(c) search, {args.games} games, n = {args.simulations}", batched_rate, "simulations/s",
-                 f"= {batched_rate / raw[64]:.0%} of (a) at batch 64 (target >= 85%)"))
-    print()
-    for label, rate, unit, note in rows:
-        print(f"{label:<34}{rate:>9.0f} {unit:<14}{note}")
+    _report(args, best)
     return 0
+
+
+def _labels(args: argparse.Namespace) -> list[str]:
+    """The measurements' labels, in the order `_measure` returns them."""
+    return [
+        *(f"(a) ONNX Runtime, batch {batch}" for batch in RAW_BATCHES),
+        f"(b) search, 1 game, n = {args.simulations}",
+        f"(c) search, {args.games} games, n = {args.simulations}",
+    ]
+
+
+def _measure(
+    evaluator: OnnxEvaluator, positions: list[State], args: argparse.Namespace, rng: np.random.Generator
+) -> dict[str, float]:
+    """One round of every measurement on ``evaluator``: positions/s for (a), simulations/s
+    for (b) and (c), keyed by `_labels`."""
+    limits = SearchLimits(simulations=args.simulations)
+    raw = [_raw_speed(evaluator, positions[:batch], args.seconds) for batch in RAW_BATCHES]
+    single = _timed(lambda: [search(p, evaluator, limits, config=CONFIG, rng=rng) for p in positions[: args.moves]])
+    batched = _timed(lambda: search(positions[: args.games], evaluator, limits, config=CONFIG, rng=rng))
+    rates = [*raw, args.moves * args.simulations / single, args.games * args.simulations / batched]
+    return dict(zip(_labels(args), rates))
+
+
+def _report(args: argparse.Namespace, best: list[dict[str, float]]) -> None:
+    """The table: one column per model, and B/A when there are two; then (b) and (c) as
+    shares of (a), against the targets of issue 3."""
+    names = "AB"[: len(best)]
+    print()
+    header = "".join(f"{name:>10}" for name in names) + ("       B/A" if len(best) == 2 else "")
+    print(f"{'':<34}{header}")
+    for label in _labels(args):
+        unit = "positions/s" if label.startswith("(a)") else "simulations/s"
+        ratio = f"{best[1][label] / best[0][label]:>9.2f}x" if len(best) == 2 else ""
+        print(f"{label:<34}{''.join(f'{rates[label]:>10.0f}' for rates in best)}{ratio}  {unit}")
+    _, a16, a64, b, c = _labels(args)  # batch 1, 16, 64, one game, many games
+    for name, rates in zip(names, best):
+        print(
+            f"{name}: (b) = {rates[b] / rates[a16]:.0%} of (a) at batch 16 (target >= 50%), "
+            f"(c) = {rates[c] / rates[a64]:.0%} of (a) at batch 64 (target >= 85%)"
+        )
+
+
+def _describe(evaluator: OnnxEvaluator) -> str:
+    """The model's architecture and, for a quantized one, its scheme."""
+    scheme = evaluator.info.quantization.get("scheme")
+    return evaluator.info.arch if scheme is None else f"{evaluator.info.arch}, {scheme}"
 
 
 def _export_random_net(game_name: str, path: str) -> None:
@@ -118,9 +162,9 @@ def _random_positions(game: Game, count: int, rng: np.random.Generator) -> list[
     return positions
 
 
-def _raw_speed(evaluator: OnnxEvaluator, game: Game, states: list[State], seconds: float) -> float:
+def _raw_speed(evaluator: OnnxEvaluator, states: list[State], seconds: float) -> float:
     """Positions/s of `OnnxEvaluator.evaluate_encoded` alone, on one batch of ``states``."""
-    obs = game.encode_batch(states)
+    obs = evaluator.game.encode_batch(states)
     masks = np.stack([s.legal_mask() for s in states])
     evaluator.evaluate_encoded(obs, masks)  # warm-up
     calls = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 import numpy as np
@@ -108,6 +108,7 @@ META_GAME = "klent.game"
 META_ENCODER = "klent.encoder"
 META_ARCH = "klent.arch"
 META_TRAINING = "klent.training"
+META_QUANTIZATION = "klent.quantization"  # JSON; only in a quantized model (`training.quantize`)
 
 # Best first.  CPU is always available and always last.
 PROVIDER_PREFERENCE = (
@@ -138,6 +139,7 @@ class ModelInfo:
     has_state_value: bool
     has_ownership: bool = False
     has_score: bool = False
+    quantization: dict[str, str] = field(default_factory=dict)  # scheme, calibration, ...; {} for float32
 
 
 def select_providers(available: Sequence[str]) -> list[str]:
@@ -298,8 +300,9 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
     try:
         encoder_version = int(meta[META_ENCODER])
         training = json.loads(meta.get(META_TRAINING, "{}"))
-        if not isinstance(training, dict):
-            raise ValueError(f"{META_TRAINING} is not a JSON object")
+        quantization = json.loads(meta.get(META_QUANTIZATION, "{}"))
+        if not isinstance(training, dict) or not isinstance(quantization, dict):
+            raise ValueError(f"{META_TRAINING} or {META_QUANTIZATION} is not a JSON object")
     except ValueError as error:
         raise ModelFormatError(f"{path}: malformed klent metadata ({error})") from None
     input_names, output_names = set(header.inputs), set(header.outputs)
@@ -317,6 +320,7 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
         has_state_value=STATE_VALUE_OUTPUT in output_names,
         has_ownership=OWNERSHIP_OUTPUT in output_names,
         has_score=SCORE_OUTPUT in output_names,
+        quantization={str(k): str(v) for k, v in quantization.items()},
     )
 
 

@@ -18,6 +18,7 @@ from klent import __version__
 # name -> (module, one-line help).  Order is the order `klent --help` lists them in.
 COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("klent.commands.export", "convert a training checkpoint to an ONNX model"),
+    "quantize": ("klent.commands.quantize", "an int8 model from a float32 one, with its parity report"),
     "train": ("klent.commands.train", "train a network by KLENT (or a baseline) self-play"),
     "distill": ("klent.commands.distill", "label positions with a teacher engine's move values"),
     "plot": ("klent.commands.plot", "plot learning curves of one or more training runs"),

@@ -4,18 +4,23 @@
     klent export --random --game go9 --blocks 6 --channels 64 -o /tmp/go9-untrained.onnx
 
 ``--random`` exports a freshly initialised (seeded) network: a stand-in model for tests and
-speed measurements, with no learned knowledge at all.
+speed measurements, with no learned knowledge at all.  ``--quantize int8`` writes the int8
+version instead, calibrated and checked as `klent quantize` does (the float32 model is exported
+to a temporary file first).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
 import torch
 
 import engine.games
 from engine.games.base import Game
 from klent.cli import CommandError
+from klent.commands.quantize import add_calibration_arguments, quantize_with_report
 from training.export import export_onnx
 from training.nets import KlentNet, NetConfig, build_net, count_parameters, load_checkpoint
 
@@ -23,6 +28,9 @@ from training.nets import KlentNet, NetConfig, build_net, count_parameters, load
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", nargs="?", help="training checkpoint (.pt) to export")
     parser.add_argument("-o", "--output", required=True, help="ONNX file to write")
+    quantized = parser.add_argument_group("int8 model (`klent quantize`)")
+    quantized.add_argument("--quantize", choices=["int8"], help="write the int8 model, with its parity report")
+    add_calibration_arguments(quantized)
     random = parser.add_argument_group("untrained stand-in model (instead of a checkpoint)")
     random.add_argument("--random", action="store_true", help="export an untrained network")
     random.add_argument("--game", help="game id, e.g. go9, chess, countup")
@@ -41,11 +49,14 @@ def run(args: argparse.Namespace) -> int:
     if args.random == (args.checkpoint is not None):
         raise CommandError("give either a CHECKPOINT or --random (with --game), not both")
     game, model, config, info = _untrained(args) if args.random else _from_checkpoint(args)
-    export_onnx(model, game, args.output, info)
-    print(
-        f"wrote {args.output}: {game.name}, {config.arch}, "
-        f"{count_parameters(model):,} parameters"
-    )
+    if args.quantize is None:
+        export_onnx(model, game, args.output, info)
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            float_model = os.path.join(folder, "float32.onnx")
+            export_onnx(model, game, float_model, info)
+            quantize_with_report(float_model, args.output, args)
+    print(f"wrote {args.output}: {game.name}, {config.arch}, {count_parameters(model):,} parameters")
     return 0
 
 

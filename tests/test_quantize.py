@@ -1,0 +1,132 @@
+"""int8 quantization (training/quantize.py, `klent quantize`, `klent export --quantize`) and
+`klent bench search --compare`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from benchmarks.search import main as bench_search
+from engine.network import OnnxEvaluator, read_model_info
+from klent.cli import main as klent_main
+from training.quantize import SCHEME, measure_parity, parity_path, quantize, self_play_positions
+
+# Measured: a correct quantization of the untrained 2x16 go9 net agrees with it on the top move
+# in 96 % of the held-out positions (its policy is flat, so near-ties flip) with mean |dQ| 0.001;
+# the same net with its weights shuffled within each tensor agrees in 2 %, mean |dQ| 0.05.
+MIN_AGREEMENT = 0.8
+MAX_MEAN_ABS_DQ = 0.01
+
+
+@pytest.fixture(scope="module")
+def quantized(untrained_model, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """(float32 path, int8 path) of the untrained go9 net, quantized once for this module."""
+    source = untrained_model("go9")
+    target = str(tmp_path_factory.mktemp("int8") / "go9-int8.onnx")
+    quantize(source, target, positions=128, games=4)
+    return source, target
+
+
+def test_quantized_model_loads_and_says_int8(quantized: tuple[str, str]) -> None:
+    source, target = quantized
+    info = read_model_info(target)
+    assert info.quantization["scheme"] == SCHEME
+    assert info.quantization["calibration_positions"] == "128"
+    assert info.training == read_model_info(source).training  # the float model's facts carried over
+    assert read_model_info(source).quantization == {}
+    graph = onnx.load(target).graph
+    assert any(node.op_type == "QuantizeLinear" for node in graph.node)
+    evaluator = OnnxEvaluator(target)  # probes the initial position for non-finite outputs
+    evaluation = evaluator.evaluate([evaluator.game.initial_state()])
+    assert np.isfinite(evaluation.policy_logits).all() and np.isfinite(evaluation.action_values).all()
+
+
+def test_parity_report_is_written_and_passes(quantized: tuple[str, str]) -> None:
+    _, target = quantized
+    report = json.loads(parity_path(target).read_text())
+    assert report["positions"] == 128 and report["games"] == 4
+    assert report["top1_agreement"] >= MIN_AGREEMENT
+    assert report["mean_abs_dq"] <= MAX_MEAN_ABS_DQ
+    assert 0 <= report["mean_kl"] < 0.05
+
+
+def test_parity_thresholds_fail_a_wrong_model(quantized: tuple[str, str], tmp_path: Path) -> None:
+    """The thresholds above are not met by a model with the same shapes and wrong weights."""
+    source, _ = quantized
+    model = onnx.load(source)
+    rng = np.random.default_rng(0)
+    for tensor in model.graph.initializer:
+        values = numpy_helper.to_array(tensor)
+        if values.dtype == np.float32 and values.size > 1:
+            shuffled = rng.permutation(values.reshape(-1)).reshape(values.shape)
+            tensor.CopyFrom(numpy_helper.from_array(shuffled, tensor.name))
+    wrong = tmp_path / "shuffled.onnx"
+    onnx.save(model, wrong)
+    reference = OnnxEvaluator(source)
+    states = self_play_positions(reference, games=4, count=128, rng=np.random.default_rng(1))
+    parity = measure_parity(reference, OnnxEvaluator(wrong), states, games=4)
+    assert parity.top1_agreement < MIN_AGREEMENT or parity.mean_abs_dq > MAX_MEAN_ABS_DQ
+
+
+def test_cli_quantize_prints_the_parity(untrained_model, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "countup-int8.onnx"
+    assert (
+        klent_main(["quantize", untrained_model("countup"), "-o", str(target), "--positions", "32", "--games", "2"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "top-1 agreement" in out and str(parity_path(target)) in out
+    assert read_model_info(target).quantization["scheme"] == SCHEME
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["missing.onnx"], "no model file"),
+        (["not-a-model.onnx"], "not an ONNX model"),
+        (["no-metadata.onnx"], "not a klent model"),
+    ],
+)
+def test_cli_user_mistakes_are_one_line(
+    arguments: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("not-a-model.onnx").write_bytes(b"\xff\xff\xff\xff")
+    onnx.save(onnx.helper.make_model(onnx.helper.make_graph([], "empty", [], [])), "no-metadata.onnx")
+    assert klent_main(["quantize", *arguments, "-o", "out.onnx"]) == 2
+    error = capsys.readouterr().err
+    assert message in error and error.count("\n") == 1
+    assert not Path("out.onnx").exists()
+
+
+def test_cli_refuses_an_int8_input_and_overwriting_the_source(
+    quantized: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    source, target = quantized
+    assert klent_main(["quantize", target, "-o", target + ".again.onnx"]) == 2
+    assert "already quantized" in capsys.readouterr().err
+    assert klent_main(["quantize", source, "-o", source]) == 2
+    assert "overwrite" in capsys.readouterr().err
+
+
+def test_export_quantize_int8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "countup-int8.onnx"
+    arguments = ["export", "--random", "--game", "countup", "--blocks", "1", "--channels", "8"]
+    assert klent_main([*arguments, "--quantize", "int8", "--positions", "32", "--games", "2", "-o", str(target)]) == 0
+    assert read_model_info(target).quantization["scheme"] == SCHEME
+    assert parity_path(target).exists()
+    assert "top-1 agreement" in capsys.readouterr().out
+
+
+def test_bench_search_compare(quantized: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    source, target = quantized
+    options = ["--games", "4", "--simulations", "8", "--moves", "1", "--seconds", "0.05", "--rounds", "2"]
+    assert bench_search(["--compare", source, target, *options]) == 0
+    out = capsys.readouterr().out
+    assert "int8-qdq" in out and "B/A" in out
+    assert out.count("x  positions/s") == 3 and out.count("x  simulations/s") == 2

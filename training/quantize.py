@@ -1,0 +1,258 @@
+"""int8 models: ONNX Runtime static quantization of a klent model, calibrated on its own play.
+
+    quantize("weights/go9.onnx", "/tmp/go9-int8.onnx", positions=1024, games=32)  # -> Parity
+
+Why static QDQ quantization: on a CPU the network bounds everything klent does, and ONNX
+Runtime's int8 kernels (fed by QuantizeLinear/DequantizeLinear pairs, the format its CPU
+kernels are written for) run a convolution on 8-bit integers.  Static means the activation
+ranges are fixed once, from calibration positions, instead of measured at every call.
+
+Why the model's own play: activation ranges depend on the positions the network sees.  The
+calibration positions come from reactive self-play of the model being quantized (with a share
+of uniformly random moves, so that the games differ and leave the model's favourite lines), the
+positions a search with it will meet.  The parity report uses positions from other games than
+the calibration ones, so it measures what the quantized model does on positions it was not
+fitted to.
+
+The data types follow ONNX Runtime's advice for x86 CPUs (``quantize_static``'s docstring):
+uint8 activations, int8 weights per output channel, and 7-bit weights (``reduce_range``).  The
+reduced range avoids the saturation of the 16-bit intermediate sums that CPUs without VNNI
+(this project's machine: AVX2 only) suffer in ``vpmaddubsw``; on a VNNI CPU it costs one bit of
+weight precision, and one file serves both.
+
+Why here, in training/ and not in engine/: quantization makes a model file, like
+`training.export`, and ``onnxruntime.quantization`` imports the ``onnx`` package, a dependency of
+the train extra only.  It needs no torch.  The engine plays the result like any other model;
+all it reads is the ``klent.quantization`` metadata (`engine.network.ModelInfo.quantization`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    CalibrationMethod,
+    QuantFormat,
+    QuantType,
+    quant_pre_process,
+    quantize_static,
+)
+
+from engine.files import atomic_target, write_text_atomically
+from engine.games.base import Game, State
+from engine.network import INPUT_NAME, META_QUANTIZATION, OnnxEvaluator
+from engine.search.reactive import reactive
+
+SCHEME = "int8-qdq"
+RANDOM_MOVE_RATE = 0.2  # share of uniformly random moves in the calibration and parity games
+CALIBRATION_BATCH = 32  # observations per calibration inference
+WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")
+# The operators ONNX Runtime's CPU provider runs on int8 (QLinearConv, QGemm, QLinearMatMul,
+# QLinearAdd); quantizing others (batch norm) would only add conversions.
+INT8_OPS = (*WEIGHTED_OPS, "Add")
+
+
+@dataclass(frozen=True)
+class Parity:
+    """How closely a quantized model follows its float32 original on the same positions.
+
+    ``top1_agreement``: share of positions where both pick the same move (argmax of the masked
+    policy); ``max_top1_gap``: where they differ, how much less probability the float32 policy
+    gives the quantized model's move than its own (the largest such gap: near 0 when only
+    near-ties flip, as in chess positions with many equal moves); ``mean_abs_dq``: mean
+    |Q_fp32 - Q_int8| over the legal moves of all positions; ``mean_kl``: mean
+    KL(pi_fp32 || pi_int8) of the policies, in nats.
+    """
+
+    positions: int
+    games: int
+    top1_agreement: float
+    max_top1_gap: float
+    mean_abs_dq: float
+    max_abs_dq: float
+    mean_kl: float
+
+    def summary(self) -> str:
+        return (
+            f"top-1 agreement {self.top1_agreement:.1%} (largest float32 probability gap where they differ "
+            f"{self.max_top1_gap:.3f}), mean |dQ| {self.mean_abs_dq:.4f} (max {self.max_abs_dq:.3f}), "
+            f"mean KL {self.mean_kl:.5f} nats, on {self.positions} held-out positions from {self.games} games"
+        )
+
+
+def parity_path(model_path: str | os.PathLike[str]) -> Path:
+    """Where the parity report of the quantized model at ``model_path`` goes: beside it."""
+    path = Path(model_path)
+    return path.with_name(f"{path.stem}.parity.json")
+
+
+def self_play_positions(evaluator: OnnxEvaluator, games: int, count: int, rng: np.random.Generator) -> list[State]:
+    """``count`` positions (fewer if the games are short) drawn from ``games`` games of the
+    model against itself, all games advanced together so that each move is one batch."""
+    played: list[State] = []
+    states = [evaluator.game.initial_state() for _ in range(games)]
+    while states:
+        played += states
+        choices = reactive(states, evaluator)
+        following = []
+        for state, choice in zip(states, choices):
+            action = choice.action
+            if rng.random() < RANDOM_MOVE_RATE:
+                action = int(rng.choice(state.legal_actions()))
+            after = state.play(action)
+            if not after.is_terminal:
+                following.append(after)
+        states = following
+    picked = rng.choice(len(played), size=min(count, len(played)), replace=False)
+    return [played[i] for i in sorted(picked)]
+
+
+def float_layers(model: onnx.ModelProto) -> list[str]:
+    """The names of the layers that stay float32: the first one, which reads the observations,
+    and the last one before each output.
+
+    Measured on the shipped go9 and chess models: quantizing the output layers rounds the
+    policy logits and pre-tanh action values to 256 steps over their whole range, which flipped
+    the top move in a tenth of the chess positions (top-1 agreement 78 % against 90 % with them
+    float); the first layer (2 % of the trunk's multiply-adds) added a third of go9's |dQ|.
+    """
+    producer = {output: node for node in model.graph.node for output in node.output}
+    weighted = [node for node in model.graph.node if node.op_type in WEIGHTED_OPS]
+    names = [node.name for node in weighted if INPUT_NAME in node.input][:1]
+    for output in model.graph.output:
+        node = producer.get(output.name)
+        while node is not None and node.op_type not in WEIGHTED_OPS:  # Reshape, Tanh, Squeeze, ...
+            node = producer.get(node.input[0])
+        if node is not None and node.name not in names:
+            names.append(node.name)
+    return names
+
+
+class ObservationReader(CalibrationDataReader):
+    """ONNX Runtime's calibration input: the encoded observations of ``states``, in batches."""
+
+    def __init__(self, game: Game, states: Sequence[State]) -> None:
+        self._batches: Iterator[np.ndarray] = (
+            game.encode_batch(states[start : start + CALIBRATION_BATCH])
+            for start in range(0, len(states), CALIBRATION_BATCH)
+        )
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        batch = next(self._batches, None)
+        return None if batch is None else {INPUT_NAME: batch}
+
+
+def quantize_model(
+    source: str | os.PathLike[str], target: str | os.PathLike[str], game: Game, calibration: Sequence[State], games: int
+) -> None:
+    """Write the int8 version of the model at ``source`` to ``target`` (atomically), its
+    activation ranges calibrated on ``calibration`` (from ``games`` games), its metadata the
+    source's plus ``klent.quantization``."""
+    with tempfile.TemporaryDirectory() as folder:
+        prepared = os.path.join(folder, "prepared.onnx")
+        quantized = os.path.join(folder, "quantized.onnx")
+        # Shape inference and graph optimisation (batch norms folded into the convolutions),
+        # so that the quantizer sees the graph ONNX Runtime will run.
+        quant_pre_process(os.fspath(source), prepared)
+        quantize_static(
+            prepared,
+            quantized,
+            ObservationReader(game, calibration),
+            quant_format=QuantFormat.QDQ,
+            op_types_to_quantize=list(INT8_OPS),
+            nodes_to_exclude=float_layers(onnx.load(prepared)),
+            per_channel=True,
+            reduce_range=True,
+            activation_type=QuantType.QUInt8,
+            weight_type=QuantType.QInt8,
+            calibrate_method=CalibrationMethod.MinMax,
+        )
+        model = onnx.load(quantized)
+        metadata = {
+            entry.key: entry.value for entry in onnx.load(os.fspath(source), load_external_data=False).metadata_props
+        }
+        metadata[META_QUANTIZATION] = json.dumps(
+            {
+                "scheme": SCHEME,
+                "activations": "uint8, per tensor, min-max calibrated",
+                "weights": "int8 (7-bit range), per output channel",
+                "calibration_positions": str(len(calibration)),
+                "calibration_games": str(games),
+                "date": datetime.date.today().isoformat(),
+            },
+            sort_keys=True,
+        )
+        del model.metadata_props[:]
+        for key, value in metadata.items():
+            model.metadata_props.add(key=key, value=value)
+        with atomic_target(target) as tmp:
+            onnx.save(model, tmp)
+
+
+def measure_parity(reference: OnnxEvaluator, candidate: OnnxEvaluator, states: Sequence[State], games: int) -> Parity:
+    """`Parity` of ``candidate`` against ``reference`` on ``states`` (from ``games`` games)."""
+    agree, gap_max, dq_sum, dq_max, legal, kl_sum = 0, 0.0, 0.0, 0.0, 0, 0.0
+    for start in range(0, len(states), CALIBRATION_BATCH):
+        batch = states[start : start + CALIBRATION_BATCH]
+        ours, theirs = reference.evaluate(batch), candidate.evaluate(batch)
+        masks = np.stack([s.legal_mask() for s in batch])
+        log_p, log_q = _log_softmax(ours.policy_logits), _log_softmax(theirs.policy_logits)
+        p = np.exp(log_p)
+        rows = np.arange(len(batch))
+        our_top, their_top = log_p.argmax(axis=1), log_q.argmax(axis=1)
+        agree += int((our_top == their_top).sum())
+        gap_max = max(gap_max, float((p[rows, our_top] - p[rows, their_top]).max()))
+        dq = np.abs(ours.action_values - theirs.action_values)[masks]
+        dq_sum += float(dq.sum())
+        dq_max = max(dq_max, float(dq.max()))
+        legal += int(masks.sum())
+        kl_sum += float((p * (log_p - log_q)).sum())  # illegal moves: p = 0
+    count = len(states)
+    return Parity(count, games, agree / count, gap_max, dq_sum / legal, dq_max, kl_sum / count)
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    """log softmax over the last axis, in float64 (masked logits stay finite)."""
+    shifted = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def check_arguments(source: str | os.PathLike[str], target: str | os.PathLike[str], positions: int, games: int) -> None:
+    """ValueError for arguments `quantize` refuses, before any work is done."""
+    if positions < 1 or games < 1:
+        raise ValueError("the numbers of calibration positions and games must be at least 1")
+    if os.path.abspath(source) == os.path.abspath(target):
+        raise ValueError(f"{target}: the quantized model would overwrite its float32 source")
+
+
+def quantize(
+    source: str | os.PathLike[str],
+    target: str | os.PathLike[str],
+    positions: int,
+    games: int,
+    seed: int = 0,
+) -> Parity:
+    """Quantize the klent model at ``source`` into ``target`` and report its parity.
+
+    ``positions`` calibration positions come from ``games`` self-play games of the float32
+    model; as many positions from as many other games measure the parity, which is also
+    written as JSON beside ``target`` (`parity_path`).
+    """
+    check_arguments(source, target, positions, games)
+    reference = OnnxEvaluator(source)
+    rng = np.random.default_rng(seed)
+    calibration = self_play_positions(reference, games, positions, rng)
+    held_out = self_play_positions(reference, games, positions, rng)
+    quantize_model(source, target, reference.game, calibration, games)
+    report = measure_parity(reference, OnnxEvaluator(target, reference.game), held_out, games)
+    write_text_atomically(parity_path(target), json.dumps(asdict(report), indent=2) + "\n")
+    return report
