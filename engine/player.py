@@ -11,6 +11,11 @@ GTP ``lz-analyze``).  In Go the player applies Go's move rules to every move it 
 so every protocol plays Go the same way, and `Player.judged` counts a position as a referee
 would (GTP's ``final_score``).
 
+Go can also be played by TD search and Dyna-2 (modes "td" and "dyna2", `engine.search.td`),
+which learn a value function from games simulated during the move and need no network: a
+player keeps one `TdSearch` per mode, so that its transient memory is carried from move to
+move of a game (the paper's condition for its strength) and forgotten at a new game.
+
 Protocols reach the engine through this module and `engine.games` only: besides the player,
 it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
 `move_budget`, `default_threads`, `write_text_atomically`).
@@ -29,7 +34,7 @@ import numpy as np
 
 from engine.files import write_text_atomically
 from engine.games.base import Game, IllegalMoveError, State
-from engine.games.go import GoState
+from engine.games.go import GoGame, GoState
 from engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from engine.network import Evaluator, ModelInfo, OnnxEvaluator, default_threads, read_model_info
 from engine.resign import ResignTracker
@@ -37,16 +42,19 @@ from engine.search.gumbel import GumbelConfig, search, warm_up
 from engine.search.limits import SearchLimits
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
+from engine.search.td import ShapeWeights, TdConfig, TdResult, TdSearch
+from engine.search.td import warm_up as warm_up_td
 from engine.search.tree import SearchTree
 from engine.timecontrol import move_budget
 
 __all__ = [
     "DEFAULT_WEIGHTS_DIR", "Decision", "Judgement", "ModelInfo", "MoveRule", "MoveStat", "Ownership",
-    "PlayOptions", "Player", "ResignTracker", "default_threads", "model_path_for", "move_budget",
-    "read_model_info", "write_text_atomically",
+    "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "default_threads", "load_td_weights",
+    "model_path_for", "move_budget", "read_model_info", "td_weights_path_for", "write_text_atomically",
 ]
 
-Mode = Literal["reactive", "search"]
+Mode = Literal["reactive", "search", "td", "dyna2"]
+TD_MODES = ("td", "dyna2")  # the modes of `engine.search.td`, which need no network
 
 
 def _shipped_weights_dir() -> Path:
@@ -60,11 +68,17 @@ def _shipped_weights_dir() -> Path:
 
 DEFAULT_WEIGHTS_DIR = _shipped_weights_dir()
 FIRST_ANALYSIS_SEARCH = 64  # simulations of the first search of an analysis
+JUDGE_SIMULATIONS = 400  # simulated games that judge dead stones for a player without a network
 
 
 @dataclass(frozen=True)
 class PlayOptions:
-    """How the player decides: reactively or by Gumbel search, and within which budget.
+    """How the player decides: reactively, by Gumbel search or by TD search, and within which budget.
+
+    ``mode``: "reactive" (one network call), "search" (Gumbel MCTS), "td" (TD search: Go only,
+    no network; ``simulations`` counts simulated games) or "dyna2" (TD search on the player's
+    permanent memory, `load_td_weights`).  ``gumbel_scale``, ``temperature`` and ``ponder`` do
+    not apply to the TD modes.
 
     ``gumbel_scale`` is the root Gumbel noise at play time (0: deterministic, the strongest
     choice; 1: varied play as in self-play).  ``temperature`` applies to reactive play only
@@ -94,12 +108,12 @@ class PlayOptions:
     judge_dead_stones: bool = True
 
     def __post_init__(self) -> None:
-        if self.mode not in ("reactive", "search"):
-            raise ValueError(f"mode must be 'reactive' or 'search', got {self.mode!r}")
+        if self.mode not in ("reactive", "search", *TD_MODES):
+            raise ValueError(f"mode must be 'reactive', 'search', 'td' or 'dyna2', got {self.mode!r}")
         if self.cleanup and not self.go_rules:
             raise ValueError("cleanup is one of Go's move rules: it needs go_rules")
-        if self.mode == "search" and self.simulations is None and self.time is None:
-            raise ValueError("search needs a number of simulations or a time budget")
+        if self.mode != "reactive" and self.simulations is None and self.time is None:
+            raise ValueError(f"{self.mode} needs a number of simulations or a time budget")
 
 
 @dataclass(frozen=True)
@@ -163,18 +177,55 @@ def model_path_for(game: Game, weights_dir: str | Path = DEFAULT_WEIGHTS_DIR) ->
     return Path(weights_dir) / f"{game.name}.onnx"
 
 
+def td_weights_path_for(game: Game, weights_dir: str | Path = DEFAULT_WEIGHTS_DIR) -> Path:
+    """Where Dyna-2's permanent memory for ``game`` lives: ``weights/<game name>-td.npz``."""
+    return Path(weights_dir) / f"{game.name}-td.npz"
+
+
+def load_td_weights(
+    game: Game, path: str | Path | None = None, weights_dir: str | Path = DEFAULT_WEIGHTS_DIR
+) -> ShapeWeights:
+    """Dyna-2's permanent memory for ``game``, from ``path`` or `td_weights_path_for`.
+
+    Raises FileNotFoundError when the file does not exist, and ValueError when it is not a
+    TD weights file or holds weights for another game.
+    """
+    path = Path(path) if path is not None else td_weights_path_for(game, weights_dir)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no Dyna-2 weights for {game.name}: {path} does not exist (`klent train --algo td-learning` makes them)"
+        )
+    weights = ShapeWeights.load(path)
+    if f"go{weights.size}" != game.name:
+        raise ValueError(f"{path} holds Dyna-2 weights for go{weights.size}, not for {game.name}")
+    return weights
+
+
 class Player:
     """Holds a position and the model of its game, and decides moves in it."""
 
     def __init__(
         self,
-        evaluator: Evaluator,
+        evaluator: Evaluator | None,
         options: PlayOptions = PlayOptions(),
         seed: int | None = None,
+        *,
+        game: Game | None = None,
+        permanent: ShapeWeights | None = None,
     ) -> None:
+        """``evaluator`` is the game's network; without one (None, with the ``game``) the player
+        plays the TD modes only.  ``permanent`` is Dyna-2's permanent memory (mode "dyna2")."""
+        game = evaluator.game if evaluator is not None else game
+        if game is None:
+            raise ValueError("a player without a network needs its game")
+        if evaluator is None and options.mode not in TD_MODES:
+            raise ValueError(f"mode {options.mode!r} needs a network: only the TD modes play without one")
         self.evaluator = evaluator
-        self.game: Game = evaluator.game
+        self.game: Game = game
         self.options = options
+        self.permanent = permanent
+        self._seed = seed
+        self._td: dict[str, TdSearch] = {}  # by mode: each keeps its transient memory for the game
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._initial: State = self.game.initial_state()
@@ -182,7 +233,12 @@ class Player:
         self._state: State = self._initial
         self._tree: SearchTree | None = None
         self._tree_actions: list[int] = []
-        warm_up()  # once per process, so that no move's time budget pays for it
+        # Once per process each, so that no move's time budget pays for loading the kernels.
+        if evaluator is not None:
+            warm_up()
+        if options.mode in TD_MODES:
+            self._td_search(options.mode)  # a game or weights it cannot play are refused now
+            warm_up_td()
 
     @classmethod
     def load(
@@ -193,12 +249,18 @@ class Player:
         options: PlayOptions = PlayOptions(),
         threads: int | None = None,
         seed: int | None = None,
+        td_weights: str | Path | None = None,
     ) -> Player:
         """A player for ``game`` with the model at ``model`` or the shipped one in ``weights_dir``.
 
         Raises FileNotFoundError when there is no model, and a ValueError subclass when the
-        model was trained for another game or encoder version.
+        model was trained for another game or encoder version.  The TD modes load no model;
+        "dyna2" loads its permanent memory from ``td_weights`` or ``weights_dir`` instead
+        (`load_td_weights`).
         """
+        if options.mode in TD_MODES:
+            permanent = load_td_weights(game, td_weights, weights_dir) if options.mode == "dyna2" else None
+            return cls(None, options=options, seed=seed, game=game, permanent=permanent)
         path = Path(model) if model is not None else model_path_for(game, weights_dir)
         if not path.is_file():
             raise FileNotFoundError(f"no model for {game.name}: {path} does not exist")
@@ -228,8 +290,10 @@ class Player:
         for action in actions:
             state = state.play(int(action))
         with self._lock:
-            if initial is not self._initial:
+            if initial is not self._initial:  # a new game or another position: nothing carries over
                 self._tree = None
+                for td_search in self._td.values():
+                    td_search.new_game()
             self._initial = initial
             self._actions = [int(a) for a in actions]
             self._state = state
@@ -248,7 +312,8 @@ class Player:
     def ownership(self) -> Ownership | None:
         """The model's ownership (and score) of the current position, one network call; None
         for a model without an ownership head.  Dead stones are judged by it (`judged`), and
-        the web page and GTP's ``kata-analyze`` show it."""
+        the web page and GTP's ``kata-analyze`` show it.  A player without a network simulates
+        games instead (`_simulated_ownership`)."""
         return self._ownership(self._state)
 
     def judged(self) -> Judgement:
@@ -259,15 +324,32 @@ class Player:
         return self._judgement(_go_state(self._state), self.options)
 
     def _ownership(self, state: State) -> Ownership | None:
+        if self.evaluator is None:
+            return self._simulated_ownership(_go_state(state))
         evaluation = self.evaluator.evaluate([state])  # a finished game's too
         if evaluation.ownership is None:
             return None
         score = None if evaluation.score is None else float(evaluation.score[0])
         return Ownership(owner=evaluation.ownership[0], score=score)
 
+    def _simulated_ownership(self, state: GoState) -> Ownership | None:
+        """Each point's mean final owner over `JUDGE_SIMULATIONS` games simulated from ``state``
+        (from its board, with the same side to move, once the game is over): dead stones judged
+        by playouts, as Monte-Carlo programs judge them.  A search of its own runs them, so the
+        game's transient memory is left as it was."""
+        if state.is_terminal:
+            board = state.board().ravel()
+            state = state.game.setup_state(np.flatnonzero(board == 1), np.flatnonzero(board == -1), state.to_play)
+        judge_search = TdSearch(state.game, TdConfig(seed=self._seed), self.permanent)
+        owner = judge_search.choose(state, simulations=JUDGE_SIMULATIONS).ownership
+        return None if owner is None else Ownership(owner=owner, score=None)
+
+    def _owner(self, state: State) -> np.ndarray | None:
+        ownership = self._ownership(state)
+        return None if ownership is None else ownership.owner
+
     def _judgement(self, state: GoState, opts: PlayOptions) -> Judgement:
-        ownership = self._ownership(state) if opts.judge_dead_stones else None
-        return judge(state, None if ownership is None else ownership.owner)
+        return judge(state, self._owner(state) if opts.judge_dead_stones else None)
 
     def decide(
         self,
@@ -277,23 +359,24 @@ class Player:
         """Choose a move in the current position (which stays unchanged).
 
         ``options`` overrides the player's defaults for this call; ``stop`` ends a search
-        early (within one network batch) with the best move found so far.  In Go, Go's move
-        rules may replace the network's move (``Decision.rule`` says which did); a pass that
-        ends a won game is decided without a search, its analysis then the reactive one.
+        early (within one network batch, or one simulated game of TD search) with the best move
+        found so far.  In Go, Go's move rules may replace the network's move (``Decision.rule``
+        says which did); a pass that ends a won game is decided without a search, its analysis
+        then the reactive one.  TD search always searches, since its simulated games judge the
+        dead stones for those rules (and teach the transient memory the position).
         """
         opts = options or self.options
         state = self._state
         if state.is_terminal:
             raise IllegalMoveError("the game is over: there is no move to choose")
-        rules = self._go_rules(state, opts)
-        if rules is not None and rules.passes_at_once():
-            result = reactive(state, self.evaluator)
-            return self._decision(state, result, opts, rules.state.game.pass_action, MoveRule.PASS_WINS)
-        if opts.mode == "reactive":
-            result = reactive(state, self.evaluator, temperature=opts.temperature, rng=self._rng)
+        if opts.mode in TD_MODES:
+            result = self._td_choose(state, opts, stop)
+            rules = self._go_rules(state, opts, lambda: result.ownership)
         else:
-            limits = SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop)
-            result = self._search(state, limits, opts)
+            rules = self._go_rules(state, opts, lambda: self._owner(state))
+            result = self._network_choose(state, opts, stop, quick=rules is not None and rules.passes_at_once())
+        if rules is not None and rules.passes_at_once():
+            return self._decision(state, result, opts, rules.state.game.pass_action, MoveRule.PASS_WINS)
         action, rule = (result.action, None) if rules is None else rules.choose(result)
         return self._decision(state, result, opts, action, rule)
 
@@ -341,15 +424,54 @@ class Player:
             rate = decision.simulations / max(took, 1e-3)
             size = max(FIRST_ANALYSIS_SEARCH, min(2 * size, int(rate * interval)))
 
-    def _go_rules(self, state: State, opts: PlayOptions) -> MoveRules | None:
-        """Go's move rules for a move in ``state`` (None: not Go, or the rules are off)."""
+    def _go_rules(
+        self, state: State, opts: PlayOptions, owner: Callable[[], np.ndarray | None]
+    ) -> MoveRules | None:
+        """Go's move rules for a move in ``state`` (None: not Go, or the rules are off); ``owner``
+        gives the ownership map that judges dead stones, asked only when a rule needs it."""
         if not opts.go_rules or not isinstance(state, GoState):
             return None
-        return MoveRules(state, lambda: self._judgement(state, opts).judged, cleanup=opts.cleanup)
+
+        def judged() -> GoState:
+            return judge(state, owner() if opts.judge_dead_stones else None).judged
+
+        return MoveRules(state, judged, cleanup=opts.cleanup)
+
+    def _network(self) -> Evaluator:
+        if self.evaluator is None:
+            raise ValueError("this player has no network: it plays only TD search (modes 'td' and 'dyna2')")
+        return self.evaluator
+
+    def _network_choose(
+        self, state: State, opts: PlayOptions, stop: threading.Event | None, quick: bool
+    ) -> SearchResult:
+        """Reactive play or the Gumbel search, as ``opts`` say; the policy's one call when
+        ``quick`` (a pass that wins needs no search)."""
+        if quick:
+            return reactive(state, self._network())
+        if opts.mode == "reactive":
+            return reactive(state, self._network(), temperature=opts.temperature, rng=self._rng)
+        return self._search(state, SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop), opts)
+
+    def _td_search(self, mode: str) -> TdSearch:
+        """The TD search of ``mode``, made on first use and kept for the following moves."""
+        td_search = self._td.get(mode)
+        if td_search is None:
+            if not isinstance(self.game, GoGame):
+                raise ValueError(f"TD search plays Go, not {self.game.name}")
+            if mode == "dyna2" and self.permanent is None:
+                raise ValueError("Dyna-2 needs permanent weights (go<N>-td.npz, from `klent train --algo td-learning`)")
+            permanent = self.permanent if mode == "dyna2" else None
+            td_search = self._td[mode] = TdSearch(self.game, TdConfig(seed=self._seed), permanent)
+        return td_search
+
+    def _td_choose(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> SearchResult:
+        chosen = self._td_search(opts.mode).choose(_go_state(state), opts.simulations, opts.time, stop)
+        return _search_result(chosen)
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
-        result = search(state, self.evaluator, limits, config=config, rng=self._rng, trees=self._reusable_tree())
+        result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._reusable_tree())
         with self._lock:
             self._tree = result.tree
             self._tree_actions = list(self._actions)
@@ -422,7 +544,7 @@ class Player:
             reply = pv[1]
         elif tree is not None and (node := tree.advance(pv[:1])) is not None:
             reply = node.policy_action()
-        elif evaluate:
+        elif evaluate and self.evaluator is not None:
             reply = reactive(after, self.evaluator).action
         else:
             return None
@@ -433,6 +555,29 @@ def _go_state(state: State) -> GoState:
     if not isinstance(state, GoState):
         raise TypeError(f"only a Go position can be judged, not one of {state.game.name}")
     return state
+
+
+def _search_result(chosen: TdResult) -> SearchResult:
+    """A TD search's choice in the facade's terms.  Its afterstate values are ``q``; it has no
+    visits and no network prior (``prior`` uniform over the legal moves), and it prefers moves
+    by their value, so ``improved_policy`` (which orders the listed moves and the choices of
+    Go's move rules) is their winning probability (q + 1) / 2, normalised."""
+    legal = chosen.legal.astype(np.float64)
+    uniform = legal / legal.sum()
+    winning = np.where(chosen.legal, (chosen.q.astype(np.float64) + 1.0) / 2.0, 0.0)
+    policy = winning / winning.sum() if winning.sum() > 0 else uniform
+    return SearchResult(
+        action=chosen.action,
+        improved_policy=policy.astype(np.float32),
+        visits=np.zeros(chosen.q.shape, dtype=np.int32),
+        q=chosen.q,
+        value=chosen.value,
+        pv=[chosen.action],
+        simulations=chosen.simulations,
+        elapsed=chosen.elapsed,
+        prior=uniform.astype(np.float32),
+        ownership=chosen.ownership,
+    )
 
 
 def _winrate(value: float) -> float:

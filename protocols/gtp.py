@@ -44,6 +44,12 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   ``ownership`` and one value per point (row by row from the top left, +1 = the side to move's,
   as KataGo reports it by default); a model without that head prints none.  No per-move
   ``scoreMean``/``lcb`` fields: the score head values the position, not each move.
+* **TD search.**  In the modes "td" and "dyna2" (`engine.search.td`) the engine plays without
+  a network, on any board size for TD search and on the sizes with permanent weights
+  (``go<N>-td.npz``) for Dyna-2; the transient memory is carried from move to move of a game
+  and forgotten at ``clear_board``.  A clock's budget is time for simulated games (out of time,
+  the move is chosen on what the memory already knows); dead stones are judged by simulated
+  games; the analysis commands need a network and answer an error.
 """
 
 from __future__ import annotations
@@ -64,14 +70,17 @@ from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from engine.games.sgf import read_sgf, result_text, write_sgf
 from engine.player import (
     DEFAULT_WEIGHTS_DIR,
+    TD_MODES,
     Decision,
     Judgement,
     MoveRule,
     Player,
     PlayOptions,
     ResignTracker,
+    ShapeWeights,
     model_path_for,
     read_model_info,
+    td_weights_path_for,
     write_text_atomically,
 )
 from protocols.go_text import board_text
@@ -108,6 +117,9 @@ class GtpConfig:
     # stone alive as a model without the head does -- the "before" of a measurement.  It
     # becomes the players' `PlayOptions.judge_dead_stones`.
     judge_dead_stones: bool = True
+    # Dyna-2's permanent memory (mode "dyna2"); its board size is then the only one accepted.
+    # None: weights_dir/go{N}-td.npz.
+    td_weights: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +141,12 @@ class GtpEngine:
         self.clock = GameClock(margin=config.time_margin)
         self._players: dict[int, Player] = {}
         self._input_ready = threading.Event()  # set while an input line waits to be handled
-        self._model_size = _model_size(config.model) if config.model is not None else 0
+        # The board size of the one file given to play with (0: any size with a file in weights_dir).
+        self._model_size = 0
+        if self.options.mode == "dyna2" and config.td_weights is not None:
+            self._model_size = ShapeWeights.load(config.td_weights).size
+        elif self.options.mode not in TD_MODES and config.model is not None:
+            self._model_size = _model_size(config.model)
         self.handlers: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda args: PROTOCOL_VERSION,
             "name": lambda args: config.name,
@@ -241,13 +258,15 @@ class GtpEngine:
     # --- game, position and model ---------------------------------------------------------
 
     def _default_size(self) -> int:
-        """19 if there is a model for it, else 9 if there is one for 9, else the smallest."""
-        if self.config.model is not None:
+        """19 if there is a model for it, else 9 if there is one for 9, else the smallest (the
+        files are Dyna-2's weights in mode "dyna2"; TD search needs none)."""
+        if self._model_size:
             return self._model_size
-        available = sorted(
-            int(p.stem[2:]) for p in Path(self.config.weights_dir).glob("go*.onnx")
-            if p.stem[2:].isdigit() and MIN_SIZE <= int(p.stem[2:]) <= MAX_SIZE
-        )
+        if self.options.mode == "td":
+            return DEFAULT_SIZE
+        suffix = "-td.npz" if self.options.mode == "dyna2" else ".onnx"
+        sizes = (p.name[2 : -len(suffix)] for p in Path(self.config.weights_dir).glob(f"go*{suffix}"))
+        available = sorted(int(n) for n in sizes if n.isdigit() and MIN_SIZE <= int(n) <= MAX_SIZE)
         if not available or DEFAULT_SIZE in available:
             return DEFAULT_SIZE
         return 9 if 9 in available else available[0]
@@ -255,9 +274,12 @@ class GtpEngine:
     def _has_model(self, size: int) -> bool:
         if not MIN_SIZE <= size <= MAX_SIZE:
             return False
-        if self.config.model is not None:
+        if self._model_size:
             return self._model_size == size
-        return model_path_for(GoGame(size), self.config.weights_dir).is_file()
+        if self.options.mode == "td":
+            return True
+        path_for = td_weights_path_for if self.options.mode == "dyna2" else model_path_for
+        return path_for(GoGame(size), self.config.weights_dir).is_file()
 
     def _new_game(self, state: GoState) -> None:
         """Start afresh from ``state`` (an empty board, or a position read from an SGF record)."""
@@ -300,6 +322,7 @@ class GtpEngine:
                     options=self.options,
                     threads=self.config.threads,
                     seed=self.config.seed,
+                    td_weights=self.config.td_weights,
                 )
             except (FileNotFoundError, ValueError) as error:
                 raise GtpError(f"cannot load model: {error}") from None
@@ -471,14 +494,16 @@ class GtpEngine:
         return decision, decision.action
 
     def _move_options(self, colour: int, empty_points: int) -> PlayOptions:
+        """The options of a move on the clock: a search within the clock's budget; out of time,
+        the network's one call, or TD search's choice on what its memory already knows."""
         options = self.options
-        if options.mode != "search":
+        if options.mode == "reactive":
             return options
         budget = self.clock.budget(colour, empty_points)
         if budget is None:
             return options
         if budget <= 0:
-            return replace(options, mode="reactive")
+            return replace(options, simulations=0) if options.mode in TD_MODES else replace(options, mode="reactive")
         time = budget if options.time is None else min(budget, options.time)
         return replace(options, time=time)
 
@@ -541,6 +566,8 @@ class GtpEngine:
         state = self.state if request.colour is None else self._line_for(request.colour)
         if state.is_terminal:
             raise GtpError("the game is over")
+        if self.options.mode in TD_MODES:
+            raise GtpError("analysis needs a network; this engine plays TD search")
         player = self.player(state)
         self._write(reply_head(cid) + "\n")
         options = replace(self.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)

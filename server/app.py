@@ -12,7 +12,8 @@ requests (reactive moves, analyses without search, positions) take their worker 
 separate lanes (`server.admission`): when ``max_searches`` searches, or ``max_concurrency``
 cheap requests, are already being answered, the next one of that kind gets 503 at once (with
 ``Retry-After``) instead of waiting in an unbounded queue, and the search of a client that
-disconnects is called off.  With API keys configured
+disconnects is called off (TD search's modes are searches too; a request has no game to carry
+their transient memory across, so each learns from scratch).  With API keys configured
 (``KLENT_API_KEYS``, comma-separated), /v1 answers only requests carrying one (``Authorization:
 Bearer <key>`` or ``X-API-Key``).  Every search also runs under a time cap, so a graceful
 shutdown (uvicorn waits for requests in flight) ends in bounded time.
@@ -41,7 +42,7 @@ from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Res
 from fastapi.staticfiles import StaticFiles
 
 from engine.games.base import IllegalMoveError
-from engine.player import DEFAULT_WEIGHTS_DIR, Decision, Player, PlayOptions
+from engine.player import DEFAULT_WEIGHTS_DIR, Decision, Player, PlayOptions, ShapeWeights, load_td_weights
 from server import metrics as metrics_module
 from server.admission import Lane, stop_on_disconnect
 from server.batching import EvaluatorClosedError
@@ -267,7 +268,7 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
     async def move(game: str, body: MoveRequest, request: Request) -> MoveResponse:
         """The engine's move in a position, with its evaluation and top moves."""
         model = service.model(game)
-        lane = service.searches if body.mode == "search" else service.cheap
+        lane = service.cheap if body.mode == "reactive" else service.searches
         return await service.run(lane, request, lambda stop: service.move(model, body, stop))
 
     @api.post("/{game}/analyze")
@@ -296,6 +297,8 @@ class _Service:
         self.searches = Lane("search", config.max_searches, metrics.working)
         self.cheap = Lane("cheap", config.max_concurrency, metrics.working)
         self.limiter: anyio.CapacityLimiter | None = None
+        self._permanent: dict[str, ShapeWeights | None] = {}  # Dyna-2's weights by game, read on first use
+        self._permanent_lock = threading.Lock()
 
     # --- admission ----------------------------------------------------------------------------
 
@@ -341,6 +344,8 @@ class _Service:
         compiling the search kernels and initialising ONNX Runtime."""
         for model in self.registry.models.values():
             Player(model.evaluator, PlayOptions(mode="search", simulations=4)).decide()
+            if model.game.name.startswith("go"):  # and TD search's kernels
+                Player(model.evaluator, PlayOptions(mode="td", simulations=2)).decide()
 
     def move(self, model: ServedModel, request: MoveRequest, stop: threading.Event) -> MoveResponse:
         with model.evaluator.client():
@@ -394,7 +399,9 @@ class _Service:
         """
         cap = self.config
         if request.simulations is not None and request.simulations > cap.max_simulations:
-            raise HTTPException(422, f"simulations: {request.simulations} is more than this server's limit of {cap.max_simulations}")
+            raise HTTPException(
+                422, f"simulations: {request.simulations} is more than this server's limit of {cap.max_simulations}"
+            )
         if request.time is not None and request.time > cap.max_time:
             raise HTTPException(422, f"time: {request.time:g} s is more than this server's limit of {cap.max_time:g} s")
         simulations = request.simulations
@@ -412,9 +419,28 @@ class _Service:
         parsed = parse_position(model.game, request)
         if parsed.state.is_terminal:
             raise PositionError(f"the game is over ({result_text(parsed.state)}): there is no move to choose")
-        player = Player(model.evaluator, options)
+        permanent = self._dyna2_weights(model) if options.mode == "dyna2" else None
+        try:
+            player = Player(model.evaluator, options, permanent=permanent)
+        except ValueError as error:  # TD search asked of a game that is not Go
+            raise HTTPException(422, f"mode: {error}") from None
         player.set_position(parsed.initial, parsed.actions)
         return player, parsed.state
+
+    def _dyna2_weights(self, model: ServedModel) -> ShapeWeights:
+        """The permanent memory of ``model``'s game (``<game>-td.npz`` beside the models), read
+        once; 422 when the server has none."""
+        name = model.game.name
+        with self._permanent_lock:
+            if name not in self._permanent:
+                try:
+                    self._permanent[name] = load_td_weights(model.game, weights_dir=self.config.models_dir)
+                except (FileNotFoundError, ValueError):
+                    self._permanent[name] = None
+            weights = self._permanent[name]
+        if weights is None:
+            raise HTTPException(422, f"mode: this server has no Dyna-2 weights for {name}")
+        return weights
 
     @staticmethod
     def _decide(player: Player, options: PlayOptions, stop: threading.Event) -> Decision:

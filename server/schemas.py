@@ -57,9 +57,11 @@ class DecisionFields(BaseModel):
 class MoveRequest(PositionRequest, DecisionFields):
     """Ask for the engine's move in a position."""
 
-    mode: Literal["reactive", "search"] = Field(
+    mode: Literal["reactive", "search", "td", "dyna2"] = Field(
         default="search",
-        description="reactive: one network call, no search; search: Gumbel MCTS.",
+        description="reactive: one network call, no search; search: Gumbel MCTS; Go only: td: TD search "
+        "(simulations = simulated games, learning from scratch at each request); dyna2: TD search on the "
+        "server's permanent weights.",
     )
     temperature: float = Field(
         default=0.0, ge=0, le=10, description="Reactive only: 0 plays the policy's best move."
@@ -116,7 +118,7 @@ class SearchOut(BaseModel):
 
 class MoveResponse(SearchOut):
     game: str
-    mode: Literal["reactive", "search"]
+    mode: Literal["reactive", "search", "td", "dyna2"]
     position: PositionOut | None = Field(
         default=None, description="The position after the move (when `include_position`)."
     )
@@ -140,7 +142,8 @@ class AnalyzeResponse(BaseModel):
         "rows from the top, +1 = Black's, -1 = White's.",
     )
     score: float | None = Field(
-        default=None, description="Go, for a model with a score head: the predicted final score, Black minus White, komi included."
+        default=None,
+        description="Go, for a model with a score head: the predicted final score, Black minus White, komi included.",
     )
     elapsed: float
 

@@ -591,3 +591,63 @@ def test_a_go_move_over_http_does_not_pass_while_losing_on_the_board(passing_mod
             assert body["move"] in {"D5", "F5", "E4", "E6"}, (mode, body)
         # Nothing to attack and nothing to save: the network's pass stands.
         assert passing.post("/v1/go9/move", json={"mode": "reactive"}).json()["move"] == "pass"
+
+
+# --- TD search and Dyna-2 (issue 19) -------------------------------------------------------------
+
+
+def test_td_and_dyna2_moves_over_http(models_dir, untrained_model, tmp_path):
+    """Modes "td" and "dyna2" answer legal moves with their simulated games; Dyna-2 reads the
+    permanent weights beside the models; a game other than Go, or a server without those
+    weights, gets a one-line 422."""
+    from engine.search.td import ShapeWeights
+
+    with make_client(models_dir) as client:
+        reply = client.post("/v1/go9/move", json={"mode": "td", "simulations": 20, "moves": ["E5"],
+                                                   "include_position": True})
+        assert reply.status_code == 200, reply.text
+        body = reply.json()
+        legal = client.post("/v1/go9/position", json={"moves": ["E5"]}).json()["legal_moves"]
+        assert body["mode"] == "td" and body["move"] in legal and body["simulations"] == 20
+        assert body["top_moves"][0]["move"] == body["move"] and body["position"]["last_move"] == body["move"]
+        missing = client.post("/v1/go9/move", json={"mode": "dyna2", "simulations": 5})
+        assert missing.status_code == 422
+        assert missing.json()["detail"] == "mode: this server has no Dyna-2 weights for go9"
+        chess = client.post("/v1/chess/move", json={"mode": "td", "simulations": 5})
+        assert chess.status_code == 422 and "TD search plays Go, not chess" in chess.json()["detail"]
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy(untrained_model("go9"), folder / "go9.onnx")
+    count = ShapeWeights.weight_count(9, (1, 2), ("LI",))
+    ShapeWeights(9, (1, 2), ("LI",), np.random.default_rng(0).normal(0, 0.1, count)).save(folder / "go9-td.npz")
+    with make_client(folder) as client:
+        body = client.post("/v1/go9/move", json={"mode": "dyna2", "simulations": 10}).json()
+        assert body["mode"] == "dyna2" and body["simulations"] == 10 and body["move"] != "pass"
+
+
+def test_a_td_search_stops_when_asked(models_dir):
+    """The stop flag the server sets when a client goes away ends a TD search within a game."""
+    from server.schemas import MoveRequest
+
+    with make_client(models_dir, max_simulations=10_000_000) as client:
+        service = client.app.state.service
+        stop = threading.Event()
+        threading.Timer(0.3, stop.set).start()
+        request = MoveRequest(mode="td", simulations=10_000_000)
+        start = time.perf_counter()
+        reply = service.move(service.model("go9"), request, stop)
+        assert time.perf_counter() - start < 3.0 and 0 < reply.simulations < 10_000_000
+
+
+def test_an_abandoned_td_search_is_called_off(live_server):
+    connection = raw_request(live_server, post_text("/v1/go9/move", {"mode": "td", "simulations": 1_000_000,
+                                                                     "time": 30}))
+    deadline = time.monotonic() + 10
+    while searches_working(live_server) < 1:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    connection.close()
+    deadline = time.monotonic() + 5
+    while searches_working(live_server) > 0:
+        assert time.monotonic() < deadline, "the abandoned TD search still holds its slot"
+        time.sleep(0.1)

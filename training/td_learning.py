@@ -55,9 +55,10 @@ def train(
     ``game`` is a Go id ("go9", "go13", ...); ``init`` a ShapeWeights file to continue from
     (its board size, shapes and sharing must match); ``progress`` shows a bar.
     """
-    rules = games_registry.get(game, komi=komi)
+    rules = games_registry.get(game)
     if not isinstance(rules, GoGame):
         raise ValueError(f"TD learning plays Go, not {game}")
+    rules = rules.with_komi(komi)
     if games < 1 or save_every < 1:
         raise ValueError(f"games and save_every must be >= 1, not {games} and {save_every}")
     # Epsilon-greedy for the whole game: greedy_moves beyond the longest game.

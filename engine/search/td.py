@@ -31,7 +31,7 @@ import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -374,14 +374,16 @@ def _position(state: GoState) -> tuple[np.ndarray, np.ndarray, int, int]:
     return state._hist[0], state._seen, int(state._hash), state.consecutive_passes
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Neighbour, Zobrist (Go's own, so hashes match the state's) and diagonal tables."""
     game = GoGame(size)
     return game._nbr, game._zob, tk.diagonal_table(size)
 
 
+@cache
 def warm_up() -> None:
-    """Load (or compile) the kernels now, outside any time budget: a tiny search on 5x5."""
+    """Load (or compile) the kernels now, outside any time budget: a tiny search on 5x5, once
+    per process (later calls return at once)."""
     game = GoGame(5)
     TdSearch(game, TdConfig(seed=0)).choose(game.initial_state(), simulations=2)

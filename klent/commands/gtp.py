@@ -1,4 +1,4 @@
-"""`klent gtp [--model PATH] [--mode reactive|search] [--simulations N] [--time S]`: Go over GTP.
+"""`klent gtp [--model PATH] [--mode reactive|search|td|dyna2] [--simulations N] [--time S]`: Go over GTP.
 
 Speaks GTP 2 plus the KGS and Leela Zero / KataGo analysis extensions on stdin/stdout (GUIs
 such as Sabaki, Lizzie and GoGui, gtp2ogs, kgsGtp, GNU Go as an opponent).  Startup imports
@@ -19,10 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="Go ONNX model; its board size is then the only one accepted "
                         "(default: weights/go<N>.onnx for each board size N)")
     parser.add_argument("--weights-dir", default=None, help="folder of go<N>.onnx models (default: weights/)")
-    parser.add_argument("--mode", choices=("reactive", "search"), default="search",
-                        help="one network call per move, or Gumbel MCTS (default: search)")
+    parser.add_argument("--mode", choices=("reactive", "search", "td", "dyna2"), default="search",
+                        help="one network call per move, Gumbel MCTS, TD search or Dyna-2 (TD search on "
+                        "permanent weights; both without a network) (default: search)")
     parser.add_argument("--simulations", type=int, default=200,
-                        help="simulations per move in search mode; caps timed searches too (default: 200)")
+                        help="simulations per move (simulated games in modes td and dyna2); caps timed "
+                        "searches too (default: 200)")
+    parser.add_argument("--td-weights", default=None,
+                        help="Dyna-2's permanent weights; their board size is then the only one accepted "
+                        "(default: weights/go<N>-td.npz for each board size N)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
     parser.add_argument("--gumbel-scale", type=float, default=0.0,
@@ -50,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
+    if args.model is not None and args.mode in ("td", "dyna2"):
+        raise CommandError(f"--mode {args.mode} plays without a network: no --model")
+    if args.td_weights is not None and args.mode != "dyna2":
+        raise CommandError("--td-weights are Dyna-2's: they need --mode dyna2")
+    if args.td_weights is not None and not Path(args.td_weights).is_file():
+        raise CommandError(f"no Dyna-2 weights file {args.td_weights!r}")
     if args.simulations < 1:
         raise CommandError("--simulations must be >= 1")
     if args.time is not None and args.time <= 0:
@@ -71,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
         seed=args.seed,
         judge_dead_stones=not args.all_stones_alive,
+        td_weights=None if args.td_weights is None else Path(args.td_weights),
         name=args.name,
         version=__version__,
     )

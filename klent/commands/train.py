@@ -1,12 +1,14 @@
 """`klent train`: train a network by KLENT self-play (or the Gumbel AlphaZero baseline), or
 distil a teacher's labelled positions into one (`--algo distill`), and start any run from a
-trained checkpoint (`--init`).
+trained checkpoint (`--init`); or learn Dyna-2's permanent memory for Go by TD self-play
+(`--algo td-learning`: numpy/numba only, no torch, no config).
 
     klent train --game go9 --config training/configs/go9_cpu.toml --out runs/go9
     klent train --out runs/go9 --resume --minutes 60
     klent train --config training/configs/chess_distill_cpu.toml --data data/chess --out runs/chess-d
     klent train --config training/configs/chess_cpu.toml --init runs/chess-d/checkpoint.pt --out runs/c
     torchrun --nproc_per_node=2 -m klent train --config training/configs/go9_gpu.toml --out runs/g
+    klent train --algo td-learning --game go9 --out runs/go9-td --games 200000 [--resume]
 
 The config (TOML, see training/configs/) defines the run; --game, --algo and --preset override
 it for a new run.  A resumed run keeps the configuration stored in its checkpoint, unless
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from klent.cli import CommandError
@@ -28,9 +31,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML training config (training/configs/*.toml)")
     parser.add_argument("--out", required=True, help="run folder (checkpoints, ONNX, metrics)")
     parser.add_argument("--game", help="game id (go9, chess, countup, ...); overrides the config")
-    parser.add_argument("--algo", choices=("klent", "gumbel-az", "distill"), help="overrides the config")
+    parser.add_argument("--algo", choices=("klent", "gumbel-az", "distill", "td-learning"),
+                        help="overrides the config; td-learning learns Dyna-2's permanent memory for Go "
+                        "(DIR/<game>-td.npz, no config, no torch)")
+    parser.add_argument("--games", type=int, default=100_000,
+                        help="td-learning: self-play games in all, those of a resumed run included (default: 100000)")
     parser.add_argument("--data", help="labelled set for --algo distill (`klent distill label --out`)")
-    parser.add_argument("--init", help="start a new run from this checkpoint.pt (e.g. a distilled net)")
+    parser.add_argument("--init", help="start a new run from this checkpoint.pt (e.g. a distilled net); "
+                        "td-learning: from this weights .npz")
     parser.add_argument(
         "--preset",
         choices=("klent", "kl-only", "ent-only", "one-step", "monte-carlo"),
@@ -45,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.algo == "td-learning":  # not a network: none of the torch trainer's machinery
+        return _td_learning(args)
     # torch is imported only when training
     from training.checkpoint import resume_config
     from training.config import config_changes, load_config
@@ -83,6 +93,40 @@ def run(args: argparse.Namespace) -> int:
         run_.close()
     if run_.dist.is_main:
         print(f"{done} iterations, {run_.simulator_evaluations} simulator evaluations -> {args.out}")
+    return 0
+
+
+def _td_learning(args: argparse.Namespace) -> int:
+    """Dyna-2's permanent memory: ``--games`` TD self-play games into DIR/<game>-td.npz, one
+    metrics line per thousand games in DIR/metrics.jsonl; ``--resume`` continues DIR's file up to
+    ``--games`` in all, ``--init`` starts from another weights file."""
+    from engine.search.td import ShapeWeights
+    from training.td_learning import train
+
+    unused = [name for name in ("config", "preset", "data", "iterations", "minutes", "device", "threads")
+              if getattr(args, name) is not None]
+    if unused:
+        raise CommandError(f"--algo td-learning takes no --{unused[0]}")
+    if args.games < 1:
+        raise CommandError("--games must be at least 1")
+    game = args.game or "go9"
+    out = Path(args.out)
+    weights = out / f"{game}-td.npz"
+    init = args.init
+    if args.resume:
+        if init is not None:
+            raise CommandError("--resume continues the run's own weights: no --init")
+        if not weights.is_file():
+            raise CommandError(f"nothing to resume: {weights} does not exist")
+        init = str(weights)
+    played = int(ShapeWeights.load(init).info.get("games", 0)) if args.resume else 0
+    if played >= args.games:
+        print(f"{weights} already has {played} games")
+        return 0
+    out.mkdir(parents=True, exist_ok=True)
+    result = train(game, args.games - played, weights, init=init, metrics_path=out / "metrics.jsonl",
+                   progress=not args.no_progress)
+    print(f"{result.info['games']} games -> {weights}")
     return 0
 
 
