@@ -290,7 +290,7 @@ class _Search:
         )
 
 
-def _per_root(value, count: int, name: str) -> list:
+def _per_root(value: Trees | Sequence[np.random.Generator], count: int, name: str) -> list:
     """A per-root list from one value for a single root or a sequence of ``count`` values."""
     if value is None or isinstance(value, SearchTree):
         if value is not None and count != 1:
