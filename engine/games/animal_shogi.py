@@ -74,11 +74,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.games import animal_shogi_kernels as k
-from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
+from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.board_games import HistoryState, PieceGame, fen_placement, step_squares
 
 START_FEN = "gle/1c1/1C1/ELG[] w - - 0 1"
 FILES = "abc"
 PIECE_LETTERS = "cegl"  # index + 1 = piece type; a hen is "+c"
+BOARD_LETTERS = (*PIECE_LETTERS, "+c")  # the FEN's letters of the piece types 1..5
 HAND_LETTERS = "ceg"  # hand kinds 0..2
 HAND_ORDER = (2, 0, 1)  # Fairy-Stockfish writes a hand as giraffes, chicks, elephants
 MOVE_COUNT_SCALE = 256.0
@@ -97,30 +99,20 @@ def _parse_square(text: str) -> int:
     return FILES.index(text[0]) + k.FILES * (int(text[1]) - 1)
 
 
-class AnimalShogiState(State):
+class AnimalShogiState(HistoryState["AnimalShogiGame"]):
     """An Animal Shogi position with what the rules and the observation need from its past.
 
     Holds the position (``int8[18]``, see `animal_shogi_kernels`; never written once the state
     exists), the repetition keys of the record with whether the side to move was in check
     there (a linked list shared with the ancestors), the observation rows of the last 8
-    positions, the legal action mask and how the game ended, if it did.  Build states with
-    `AnimalShogiGame.initial_state`, `AnimalShogiGame.from_fen` and `play`.
+    positions, the legal action mask and how the game ended, if it did: "try", "checkmate",
+    "stalemate", "repetition", "perpetual_check" (the last two only with
+    ``repetition_rule``) or "move_cap".  `to_play` is 0 when sente (the first player) is to
+    move, 1 when gote is.  Build states with `AnimalShogiGame.initial_state`,
+    `AnimalShogiGame.from_fen` and `play`.
     """
 
-    __slots__ = (
-        "_game",
-        "_position",
-        "_colour",
-        "_ply",
-        "_move_number",
-        "_halfmove",
-        "_keys",
-        "_repetitions",
-        "_history",
-        "_mask",
-        "_termination",
-        "_winner",
-    )
+    __slots__ = ("_position", "_winner")
 
     def __init__(
         self,
@@ -137,34 +129,16 @@ class AnimalShogiState(State):
         parent_keys: tuple | None,
         parent_history: bytes,
     ) -> None:
-        self._game = game
-        self._position = position
-        self._colour = colour
-        self._ply = ply  # plies since the game's start, as the FEN's move number says
-        self._move_number = move_number  # plies since the start of this record
-        self._halfmove = halfmove  # plies since the last capture, as Fairy-Stockfish's FEN counts them
+        # Captures do not cut the repetition chain: captured pieces can come back.
         key = position.tobytes()
-        # A position can only repeat one played an even number of plies earlier (same side to
-        # move), so each node also links to the one two plies back: a record of a few hundred
-        # plies is walked in a few microseconds.
-        same_side = parent_keys[2] if parent_keys is not None else None
-        repetitions = 0
-        node = same_side
-        while node is not None:
-            repetitions += node[0] == key
-            node = node[3]
-        self._keys = (key, in_check, parent_keys, same_side)
-        self._repetitions = repetitions
-        self._history = key + bytes((min(repetitions, 2),)) + parent_history[: -k.POSITION_BYTES]
+        super().__init__(game, key, colour, ply, move_number, halfmove, in_check, parent_keys, parent_history)
+        self._position = position
         self._termination, self._winner = self._ending(moves, in_check, tried)
-        if self._termination is not None:
-            mask[:] = False
-        mask.flags.writeable = False
-        self._mask = mask
+        self._keep_mask(mask)
 
     def _ending(self, moves: int, in_check: bool, tried: bool) -> tuple[str | None, int]:
         """How the game ended in this position and who won (+1 sente, -1 gote, 0 a draw)."""
-        to_move = 1 - 2 * self._colour  # +1 when sente is to move
+        to_move = 1 - 2 * self._to_play  # +1 when sente is to move
         if tried:
             return "try", -to_move
         if moves == 0:
@@ -200,59 +174,22 @@ class AnimalShogiState(State):
             node, back = node[2], back + 1
         return they_checked, we_checked
 
-    @property
-    def game(self) -> AnimalShogiGame:
-        return self._game
-
-    @property
-    def to_play(self) -> int:
-        """0 when sente (the first player) is to move, 1 when gote is."""
-        return self._colour
-
-    @property
-    def move_number(self) -> int:
-        """Plies played since the start position of this record (the FEN, or the initial position)."""
-        return self._move_number
-
-    @property
-    def repetitions(self) -> int:
-        """How many times this exact position occurred earlier in the record."""
-        return self._repetitions
-
-    @property
-    def termination(self) -> str | None:
-        """Why the game is over: "try", "checkmate", "stalemate", "repetition",
-        "perpetual_check" (the last two only with ``repetition_rule``) or "move_cap"; None
-        while it goes on."""
-        return self._termination
-
-    @property
-    def is_terminal(self) -> bool:
-        return self._termination is not None
-
-    @property
-    def is_truncated(self) -> bool:
-        return self._termination == "move_cap"
-
     def outcome(self) -> float:
+        """+1 when sente has won, -1 when gote has, 0 for a draw (see the module docstring)."""
         if self._termination is None:
             raise ValueError("outcome() of a game that is not over")
         return float(self._winner)
-
-    def legal_mask(self) -> np.ndarray:
-        """``np.bool_[144]``, read-only (it is shared by every caller); copy it to modify it."""
-        return self._mask
 
     def play(self, action: int) -> AnimalShogiState:
         if not 0 <= action < k.NUM_ACTIONS or not self._mask[action]:
             raise IllegalMoveError(self._illegal_message(action))
         child = np.empty(k.POSITION_SIZE, dtype=np.int8)
         mask = np.empty(k.NUM_ACTIONS, dtype=np.bool_)
-        moves, in_check, tried, captured = k.play(self._position, self._colour, action, child, mask)
+        moves, in_check, tried, captured = k.play(self._position, self._to_play, action, child, mask)
         return AnimalShogiState(
             self._game,
             child,
-            1 - self._colour,
+            1 - self._to_play,
             self._ply + 1,
             self._move_number + 1,
             0 if captured else self._halfmove + 1,
@@ -264,38 +201,17 @@ class AnimalShogiState(State):
             self._history,
         )
 
-    def _illegal_message(self, action: int) -> str:
-        try:
-            text = repr(self._game.action_to_text(self, action))
-        except IllegalMoveError:
-            text = "(no such move)"
-        over = f"; the game is over ({self._termination})" if self._termination else ""
-        return f"illegal move {text} (action {action}) in {self.fen()}{over}"
-
     def fen(self) -> str:
         """The position as Fairy-Stockfish writes it ("gle/1c1/1C1/ELG[] w - - 0 1")."""
-        ranks = []
-        for rank in range(k.RANKS - 1, -1, -1):
-            text, empty = "", 0
-            for piece in self._position[rank * k.FILES : (rank + 1) * k.FILES]:
-                if piece == 0:
-                    empty += 1
-                    continue
-                letter = "+c" if abs(piece) == k.HEN else PIECE_LETTERS[abs(piece) - 1]
-                text += (str(empty) if empty else "") + (letter.upper() if piece > 0 else letter)
-                empty = 0
-            ranks.append(text + (str(empty) if empty else ""))
         hands = self._position[k.HAND :]
         hand = "".join(HAND_LETTERS[kind].upper() * int(hands[kind]) for kind in HAND_ORDER)
         hand += "".join(HAND_LETTERS[kind] * int(hands[3 + kind]) for kind in HAND_ORDER)
-        side = "wb"[self._colour]
-        return f"{'/'.join(ranks)}[{hand}] {side} - - {self._halfmove} {self._ply // 2 + 1}"
-
-    def __repr__(self) -> str:
-        return f"<AnimalShogiState {self.fen()}>"
+        placement = fen_placement(self._position[: k.SQUARES], k.FILES, BOARD_LETTERS)
+        side = "wb"[self._to_play]
+        return f"{placement}[{hand}] {side} - - {self._fen_counters()}"
 
 
-class AnimalShogiGame(FenGame):
+class AnimalShogiGame(PieceGame):
     """Animal Shogi with Pgx's encoding (see the module docstring).
 
     ``max_moves`` caps the game (plies after the start position of the record; None: no
@@ -309,9 +225,7 @@ class AnimalShogiGame(FenGame):
     action_planes = k.NUM_PLANES  # action = point * 12 + plane, points as obs[:, row, column]
 
     def __init__(self, max_moves: int | None = 256, repetition_rule: bool = True) -> None:
-        if max_moves is not None and max_moves < 1:
-            raise ValueError("max_moves must be a positive number of plies or None")
-        self.max_moves = max_moves
+        super().__init__(max_moves)
         self.repetition_rule = repetition_rule
 
     def initial_state(self) -> AnimalShogiState:
@@ -332,32 +246,12 @@ class AnimalShogiGame(FenGame):
         state = AnimalShogiState(
             self, position, colour, ply, 0, halfmove, mask, count, in_check, tried, None, _EMPTY_HISTORY
         )
-        for number, text in enumerate(moves, start=1):
-            try:
-                state = state.play(self.text_to_action(state, text))
-            except (IllegalMoveError, GameFormatError) as error:
-                raise type(error)(f"move {number} of the list: {error}") from None
-        return state
-
-    def fen(self, state: State) -> str:
-        assert isinstance(state, AnimalShogiState)
-        return state.fen()
-
-    def encode(self, state: State) -> np.ndarray:
-        out = np.empty(self.observation_shape, dtype=np.float32)
-        self._encode_into(state, out)
-        return out
-
-    def encode_batch(self, states: Sequence[State]) -> np.ndarray:
-        out = np.empty((len(states), *self.observation_shape), dtype=np.float32)
-        for i, state in enumerate(states):
-            self._encode_into(state, out[i])
-        return out
+        return state.after(moves)
 
     def _encode_into(self, state: State, out: np.ndarray) -> None:
         assert isinstance(state, AnimalShogiState)
         history = np.frombuffer(state._history, dtype=np.int8)
-        k.encode(history, state._colour, min(state._ply / MOVE_COUNT_SCALE, 1.0), out)
+        k.encode(history, state._to_play, min(state._ply / MOVE_COUNT_SCALE, 1.0), out)
 
     def action_to_text(self, state: State, action: int) -> str:
         """Fairy-Stockfish's text of ``action`` in ``state``, legal or not ("b1a2", "b3b4+",
@@ -367,13 +261,11 @@ class AnimalShogiGame(FenGame):
         assert isinstance(state, AnimalShogiState)
         if not 0 <= action < k.NUM_ACTIONS:
             raise IllegalMoveError(f"action {action} is outside 0..{k.NUM_ACTIONS - 1}")
-        colour = state._colour
+        colour = state._to_play
         point, plane = divmod(int(action), k.NUM_PLANES)
         if k.DROP_PLANE <= plane < k.NO_PROMOTION_PLANE:
             return HAND_LETTERS[plane - k.DROP_PLANE].upper() + "@" + square_name(k.frame(point, colour))
-        frm, to = int(k.MOVE_FROM[colour, action]), int(k.MOVE_TO[colour, action])
-        if frm < 0:
-            raise IllegalMoveError(f"action {action} leads off the board")
+        frm, to = step_squares(action, colour, k.MOVE_FROM, k.MOVE_TO)
         text = square_name(frm) + square_name(to)
         last_rank = k.RANKS - 1 if colour == 0 else 0
         chick = state._position[frm] == (1 - 2 * colour) * k.CHICK
@@ -387,7 +279,7 @@ class AnimalShogiGame(FenGame):
         `IllegalMoveError` when the move is not legal here."""
         assert isinstance(state, AnimalShogiState)
         word = text.strip()
-        colour = state._colour
+        colour = state._to_play
         if drop := _DROP_TEXT.fullmatch(word.lower()):
             word = drop.group(1).upper() + "@" + drop.group(2)
             square = _parse_square(drop.group(2))
@@ -403,8 +295,7 @@ class AnimalShogiGame(FenGame):
         else:
             raise GameFormatError(f"not an Animal Shogi move in Fairy-Stockfish's notation: {text!r}")
         if action < 0 or not state._mask[action] or self.action_to_text(state, action) != word:
-            over = f"; the game is over ({state._termination})" if state._termination else ""
-            raise IllegalMoveError(f"illegal move {word!r} in {state.fen()}{over}")
+            raise state._illegal_move(word)
         return int(action)
 
 

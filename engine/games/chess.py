@@ -51,7 +51,8 @@ import chess  # python-chess: imports are absolute, so this is never this module
 import numpy as np
 
 from engine.games import chess_kernels as k
-from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
+from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.board_games import PieceGame, PieceState
 
 HISTORY = 8
 PLANES_PER_POSITION = 14
@@ -95,29 +96,20 @@ def _flag_rows(colour: int, rights: int) -> bytes:
 _FLAG_ROWS = tuple(tuple(_flag_rows(colour, rights) for rights in range(16)) for colour in range(2))
 
 
-class ChessState(State):
+class ChessState(PieceState["ChessGame"]):
     """A chess position with the history the rules and the observation need.
 
     Holds a move-stack-free `chess.Board` (never mutated once the state exists), the moves
     since the record's start position (a linked list shared with the ancestors), the
     repetition keys since the last capture or pawn move (likewise), the observation rows of
-    the last 8 positions, the legal action mask and how the game ended, if it did.  Build
-    states with `ChessGame.initial_state`, `ChessGame.from_fen` and `play`.
+    the last 8 positions, the legal action mask and how the game ended, if it did: one of
+    "checkmate", "stalemate", "insufficient_material", "seventyfive_moves",
+    "fivefold_repetition", "fifty_moves", "threefold_repetition" (the last two only with
+    ``claim_draws``), "move_cap".  Build states with `ChessGame.initial_state`,
+    `ChessGame.from_fen` and `play`.
     """
 
-    __slots__ = (
-        "_game",
-        "_board",
-        "_colour",
-        "_move_number",
-        "_root",
-        "_line",
-        "_keys",
-        "_repetitions",
-        "_history",
-        "_mask",
-        "_termination",
-    )
+    __slots__ = ("_board", "_root", "_line", "_keys", "_history")
 
     def __init__(
         self,
@@ -131,7 +123,7 @@ class ChessState(State):
     ) -> None:
         self._game = game
         self._board = board
-        self._colour = 0 if board.turn else 1
+        self._to_play = 0 if board.turn else 1
         self._move_number = move_number
         self._root = root
         self._line = line  # (last move, parent's line) back to the root; None at the root
@@ -150,7 +142,7 @@ class ChessState(State):
         ep_square = -1 if board.ep_square is None else board.ep_square
         mask = np.zeros(k.NUM_ACTIONS, dtype=np.bool_)
         packed = np.array(bitboards, dtype=np.uint64)
-        count, in_check, legal_ep = k.generate(packed, self._colour, ep_square, mask)
+        count, in_check, legal_ep = k.generate(packed, self._to_play, ep_square, mask)
 
         # The position's identity for repetitions, as FIDE defines it: an en passant square
         # counts only when the capture is legal.
@@ -193,10 +185,7 @@ class ChessState(State):
         self._history = rows + (parent_history[:-_POSITION_BYTES] if parent_history else _EMPTY_HISTORY)
 
         self._termination = self._ending(count > 0, in_check)
-        if self._termination is not None:
-            mask[:] = False
-        mask.flags.writeable = False
-        self._mask = mask
+        self._keep_mask(mask)
 
     def _ending(self, has_moves: bool, in_check: bool) -> str | None:
         """How the game ended in this position, or None.  Checkmate takes precedence."""
@@ -218,58 +207,13 @@ class ChessState(State):
             return "move_cap"
         return None
 
-    @property
-    def game(self) -> ChessGame:
-        return self._game
-
-    @property
-    def to_play(self) -> int:
-        """0 when White is to move, 1 when Black is."""
-        return self._colour
-
-    @property
-    def move_number(self) -> int:
-        """Plies played since the start position of this record (the FEN, or the initial position)."""
-        return self._move_number
-
-    @property
-    def repetitions(self) -> int:
-        """How many times this exact position occurred earlier in the record."""
-        return self._repetitions
-
-    @property
-    def termination(self) -> str | None:
-        """Why the game is over: one of "checkmate", "stalemate", "insufficient_material",
-        "seventyfive_moves", "fivefold_repetition", "fifty_moves", "threefold_repetition"
-        (the last two only with ``claim_draws``), "move_cap"; None while it goes on."""
-        return self._termination
-
-    @property
-    def is_terminal(self) -> bool:
-        return self._termination is not None
-
-    @property
-    def is_truncated(self) -> bool:
-        return self._termination == "move_cap"
-
-    def outcome(self) -> float:
-        if self._termination is None:
-            raise ValueError("outcome() of a game that is not over")
-        if self._termination == "checkmate":
-            return -1.0 if self._colour == 0 else 1.0
-        return 0.0
-
-    def legal_mask(self) -> np.ndarray:
-        """``np.bool_[4672]``, read-only (it is shared by every caller); copy it to modify it."""
-        return self._mask
-
     def play(self, action: int) -> ChessState:
         if not 0 <= action < k.NUM_ACTIONS or not self._mask[action]:
             raise IllegalMoveError(self._illegal_message(action))
         board = self._board
-        move = k.QUEEN_PROMOTIONS[self._colour][action]
+        move = k.QUEEN_PROMOTIONS[self._to_play][action]
         if move is None or not board.pawns >> move.from_square & 1:
-            move = k.MOVES[self._colour][action]
+            move = k.MOVES[self._to_play][action]
         assert move is not None  # every legal action is a move on the board
         child = board.copy(stack=False)
         child.push(move)
@@ -282,14 +226,6 @@ class ChessState(State):
             self._keys,
             self._history,
         )
-
-    def _illegal_message(self, action: int) -> str:
-        try:
-            text = repr(self._game.action_to_text(self, action))
-        except IllegalMoveError:
-            text = "(no such move)"
-        over = f"; the game is over ({self._termination})" if self._termination else ""
-        return f"illegal move {text} (action {action}) in {self.fen()}{over}"
 
     @property
     def moves(self) -> tuple[chess.Move, ...]:
@@ -314,11 +250,8 @@ class ChessState(State):
     def fen(self) -> str:
         return self._board.fen()
 
-    def __repr__(self) -> str:
-        return f"<ChessState {self.fen()}>"
 
-
-class ChessGame(FenGame):
+class ChessGame(PieceGame):
     """Chess (standard rules) with the AlphaZero encoding described in this module.
 
     ``max_moves`` (default 512 plies, None for no cap) ends a game that many plies after the
@@ -336,9 +269,7 @@ class ChessGame(FenGame):
     action_planes = k.NUM_PLANES  # action = from_square_in_frame * 73 + plane, squares as obs[:, rank, file]
 
     def __init__(self, max_moves: int | None = 512, claim_draws: bool = True) -> None:
-        if max_moves is not None and max_moves < 1:
-            raise ValueError("max_moves must be a positive number of plies or None")
-        self.max_moves = max_moves
+        super().__init__(max_moves)
         self.claim_draws = claim_draws
 
     def initial_state(self) -> ChessState:
@@ -363,20 +294,8 @@ class ChessGame(FenGame):
                 (flag.name or "").lower().replace("_", " ") for flag in chess.Status if flag and flag in status
             )
             raise GameFormatError(f"bad FEN {fen!r}: impossible position ({problems})")
-        state = self._root_state(board)
-        for number, move in enumerate(moves, start=1):
-            text = move.uci() if isinstance(move, chess.Move) else str(move)
-            try:
-                state = state.play(self.text_to_action(state, text))
-            except IllegalMoveError as error:
-                raise IllegalMoveError(f"move {number} of the list: {error}") from None
-            except GameFormatError as error:
-                raise GameFormatError(f"move {number} of the list: {error}") from None
-        return state
-
-    def fen(self, state: State) -> str:
-        assert isinstance(state, ChessState)
-        return state.fen()
+        texts = (move.uci() if isinstance(move, chess.Move) else str(move) for move in moves)
+        return self._root_state(board).after(texts)
 
     def board_rows(self, state: State) -> list[str]:
         """Rank 8 first, one FEN letter per square, '.' for an empty one."""
@@ -388,10 +307,10 @@ class ChessGame(FenGame):
         board.castling_rights = board.clean_castling_rights()
         return ChessState(self, board, 0, board, None, None, None)
 
-    def encode(self, state: State) -> np.ndarray:
+    def _encode_into(self, state: State, out: np.ndarray) -> None:
         assert isinstance(state, ChessState)
         board = state._board
-        colour = state._colour
+        colour = state._to_play
         rights = board.castling_rights
         flags = _FLAG_ROWS[colour][
             (rights >> chess.H1 & 1)
@@ -402,11 +321,9 @@ class ChessGame(FenGame):
         data = np.frombuffer(state._history + flags, dtype=np.uint8)
         if colour:
             data = data[_BLACK_BYTES]
-        out = np.empty(self.observation_shape, dtype=np.float32)
         np.take(_BYTE_BITS, data, axis=0, out=out[:_BIT_PLANES].reshape(-1, 8), mode="clip")
         out[_BIT_PLANES].fill(min(board.ply() / MOVE_COUNT_SCALE, 1.0))
         out[_BIT_PLANES + 1].fill(board.halfmove_clock / NO_PROGRESS_SCALE)
-        return out
 
     def action_to_move(self, state: State, action: int) -> chess.Move:
         """The move that ``action`` stands for in ``state``, whether legal or not.
@@ -418,10 +335,10 @@ class ChessGame(FenGame):
         assert isinstance(state, ChessState)
         if not 0 <= action < k.NUM_ACTIONS:
             raise IllegalMoveError(f"action {action} is outside 0..{k.NUM_ACTIONS - 1}")
-        move = k.MOVES[state._colour][action]
+        move = k.MOVES[state._to_play][action]
         if move is None:
             raise IllegalMoveError(f"action {action} leads off the board")
-        queen = k.QUEEN_PROMOTIONS[state._colour][action]
+        queen = k.QUEEN_PROMOTIONS[state._to_play][action]
         board = state._board
         if queen is not None and (board.pawns & board.occupied_co[board.turn]) >> move.from_square & 1:
             move = queen
@@ -430,10 +347,9 @@ class ChessGame(FenGame):
     def move_to_action(self, state: State, move: chess.Move) -> int:
         """The action of the legal ``move`` in ``state``; `IllegalMoveError` naming it otherwise."""
         assert isinstance(state, ChessState)
-        action = k.action_of_move(state._colour, move) if move and not move.drop else -1
+        action = k.action_of_move(state._to_play, move) if move and not move.drop else -1
         if action < 0 or not state._mask[action] or self.action_to_move(state, action) != move:
-            over = f"; the game is over ({state._termination})" if state._termination else ""
-            raise IllegalMoveError(f"illegal move {move.uci()!r} in {state.fen()}{over}")
+            raise state._illegal_move(move.uci())
         return action
 
     def action_to_text(self, state: State, action: int) -> str:
@@ -450,9 +366,7 @@ class ChessGame(FenGame):
             try:
                 move = state._board.parse_san(text)
             except (chess.IllegalMoveError, chess.AmbiguousMoveError) as error:
-                over = f"; the game is over ({state._termination})" if state._termination else ""
-                message = f"illegal move {text!r} in {state.fen()}: {error}{over}"
-                raise IllegalMoveError(message) from None
+                raise state._illegal_move(text, f": {error}") from None
             except ValueError:
                 raise GameFormatError(f"not a chess move in UCI or SAN notation: {text!r}") from None
         return self.move_to_action(state, move)

@@ -178,6 +178,21 @@ def _try_move(
 
 
 @njit(cache=True)
+def _may_castle(board: np.ndarray, rights: np.uint64, king: int, step: int, sign: int) -> bool:
+    """Whether the king on ``king`` (on its home square and not in check) may castle towards
+    ``step`` (+1 kingside, -1 queenside): the right is kept, the squares between king and
+    rook are empty, and neither square the king crosses or lands on is attacked.  Clean rights
+    mean king and rook stand on their home squares."""
+    rook = king + 3 if step > 0 else king - 4
+    if not rights >> np.uint64(rook) & np.uint64(1):
+        return False
+    for square in range(king + step, rook, step):
+        if board[square] != 0:
+            return False
+    return not _attacked(board, king + step, -sign) and not _attacked(board, king + 2 * step, -sign)
+
+
+@njit(cache=True)
 def generate(
     bitboards: np.ndarray, colour: int, ep_square: int, mask: np.ndarray
 ) -> tuple[int, bool, bool]:
@@ -266,25 +281,9 @@ def generate(
     # Castling: clean rights mean king and rook stand on their home squares; the king may not
     # be in check, pass through or land on an attacked square.
     home = 0 if sign == 1 else 56
-    rights = bitboards[8]
     if not in_check and king == home + 4:
-        if (
-            rights >> np.uint64(home + 7) & one
-            and board[home + 5] == 0
-            and board[home + 6] == 0
-            and not _attacked(board, home + 5, -sign)
-            and not _attacked(board, home + 6, -sign)
-        ):
-            mask[_ACTION_TABLE[colour, king, home + 6]] = True
-            count += 1
-        if (
-            rights >> np.uint64(home) & one
-            and board[home + 1] == 0
-            and board[home + 2] == 0
-            and board[home + 3] == 0
-            and not _attacked(board, home + 3, -sign)
-            and not _attacked(board, home + 2, -sign)
-        ):
-            mask[_ACTION_TABLE[colour, king, home + 2]] = True
-            count += 1
+        for step in (1, -1):  # kingside, queenside
+            if _may_castle(board, bitboards[8], king, step, sign):
+                mask[_ACTION_TABLE[colour, king, king + 2 * step]] = True
+                count += 1
     return count, in_check, legal_ep

@@ -54,7 +54,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.games import gardner_kernels as k
-from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
+from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.board_games import HistoryState, PieceGame, fen_placement, step_squares
 
 START_FEN = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 FILES = "abcde"
@@ -70,29 +71,19 @@ def square_name(square: int) -> str:
     return FILES[square % k.SIZE] + str(square // k.SIZE + 1)
 
 
-class GardnerState(State):
+class GardnerState(HistoryState["GardnerGame"]):
     """A Gardner chess position with what the rules and the observation need from its past.
 
     Holds the board (``int8[25]``, never written once the state exists), the repetition keys
     since the last capture or pawn move (a linked list shared with the ancestors), the
     observation rows of the last 8 positions, the legal action mask and how the game ended,
-    if it did.  Build states with `GardnerGame.initial_state`, `GardnerGame.from_fen` and
+    if it did: "checkmate", "stalemate", "fifty_moves", "threefold_repetition" (the last two
+    only with ``claim_draws``) or "move_cap".  `repetitions` counts since the last capture or
+    pawn move.  Build states with `GardnerGame.initial_state`, `GardnerGame.from_fen` and
     `play`.
     """
 
-    __slots__ = (
-        "_game",
-        "_board",
-        "_colour",
-        "_ply",
-        "_move_number",
-        "_halfmove",
-        "_keys",
-        "_repetitions",
-        "_history",
-        "_mask",
-        "_termination",
-    )
+    __slots__ = ("_board",)
 
     def __init__(
         self,
@@ -108,30 +99,13 @@ class GardnerState(State):
         parent_keys: tuple | None,
         parent_history: bytes,
     ) -> None:
-        self._game = game
-        self._board = board
-        self._colour = colour
-        self._ply = ply  # plies since the game's start, as the FEN's move counters say
-        self._move_number = move_number  # plies since the start of this record
-        self._halfmove = halfmove  # plies since the last capture or pawn move
+        # The caller cuts the repetition chain (parent_keys None) after a capture or a pawn
+        # move: no earlier position can come back.
         key = board.tobytes()
-        # A position can only repeat one played an even number of plies earlier (same side to
-        # move) since the last irreversible move; the caller passes None after one.  Each node
-        # links to the one two plies back.
-        same_side = parent_keys[1] if parent_keys is not None else None
-        repetitions = 0
-        node = same_side
-        while node is not None:
-            repetitions += node[0] == key
-            node = node[2]
-        self._keys = (key, parent_keys, same_side)
-        self._repetitions = repetitions
-        self._history = key + bytes((min(repetitions, 2),)) + parent_history[: -k.POSITION_BYTES]
+        super().__init__(game, key, colour, ply, move_number, halfmove, in_check, parent_keys, parent_history)
+        self._board = board
         self._termination = self._ending(moves, in_check)
-        if self._termination is not None:
-            mask[:] = False
-        mask.flags.writeable = False
-        self._mask = mask
+        self._keep_mask(mask)
 
     def _ending(self, moves: int, in_check: bool) -> str | None:
         """How the game ended in this position, or None.  Checkmate takes precedence."""
@@ -145,61 +119,16 @@ class GardnerState(State):
             return "move_cap"
         return None
 
-    @property
-    def game(self) -> GardnerGame:
-        return self._game
-
-    @property
-    def to_play(self) -> int:
-        """0 when White is to move, 1 when Black is."""
-        return self._colour
-
-    @property
-    def move_number(self) -> int:
-        """Plies played since the start position of this record (the FEN, or the initial position)."""
-        return self._move_number
-
-    @property
-    def repetitions(self) -> int:
-        """How many times this exact position occurred earlier since the last capture or pawn move."""
-        return self._repetitions
-
-    @property
-    def termination(self) -> str | None:
-        """Why the game is over: "checkmate", "stalemate", "fifty_moves",
-        "threefold_repetition" (the last two only with ``claim_draws``) or "move_cap"; None
-        while it goes on."""
-        return self._termination
-
-    @property
-    def is_terminal(self) -> bool:
-        return self._termination is not None
-
-    @property
-    def is_truncated(self) -> bool:
-        return self._termination == "move_cap"
-
-    def outcome(self) -> float:
-        if self._termination is None:
-            raise ValueError("outcome() of a game that is not over")
-        if self._termination == "checkmate":
-            return -1.0 if self._colour == 0 else 1.0
-        return 0.0
-
-    def legal_mask(self) -> np.ndarray:
-        """``np.bool_[1225]``, read-only (it is shared by every caller); copy it to modify it."""
-        return self._mask
-
     def play(self, action: int) -> GardnerState:
         if not 0 <= action < k.NUM_ACTIONS or not self._mask[action]:
             raise IllegalMoveError(self._illegal_message(action))
         child = np.empty(k.SQUARES, dtype=np.int8)
         mask = np.empty(k.NUM_ACTIONS, dtype=np.bool_)
-        moves, in_check, irreversible = k.play(self._board, self._colour, action, child, mask)
+        moves, in_check, irreversible = k.play(self._board, self._to_play, action, child, mask)
         return GardnerState(
             self._game,
             child,
-            1 - self._colour,
+            1 - self._to_play,
             self._ply + 1,
             self._move_number + 1,
             0 if irreversible else self._halfmove + 1,
@@ -210,35 +139,13 @@ class GardnerState(State):
             self._history,
         )
 
-    def _illegal_message(self, action: int) -> str:
-        try:
-            text = repr(self._game.action_to_text(self, action))
-        except IllegalMoveError:
-            text = "(no such move)"
-        over = f"; the game is over ({self._termination})" if self._termination else ""
-        return f"illegal move {text} (action {action}) in {self.fen()}{over}"
-
     def fen(self) -> str:
         """The position as Fairy-Stockfish writes it ("rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1")."""
-        ranks = []
-        for rank in range(k.SIZE - 1, -1, -1):
-            text, empty = "", 0
-            for piece in self._board[rank * k.SIZE : (rank + 1) * k.SIZE]:
-                if piece == 0:
-                    empty += 1
-                    continue
-                letter = PIECE_LETTERS[abs(piece) - 1]
-                text += (str(empty) if empty else "") + (letter.upper() if piece > 0 else letter)
-                empty = 0
-            ranks.append(text + (str(empty) if empty else ""))
-        side = "wb"[self._colour]
-        return f"{'/'.join(ranks)} {side} - - {self._halfmove} {self._ply // 2 + 1}"
-
-    def __repr__(self) -> str:
-        return f"<GardnerState {self.fen()}>"
+        side = "wb"[self._to_play]
+        return f"{fen_placement(self._board, k.SIZE, PIECE_LETTERS)} {side} - - {self._fen_counters()}"
 
 
-class GardnerGame(FenGame):
+class GardnerGame(PieceGame):
     """Gardner chess with Pgx's encoding (see the module docstring).
 
     ``max_moves`` caps the game (plies after the start position of the record; None: no
@@ -252,9 +159,7 @@ class GardnerGame(FenGame):
     action_planes = k.NUM_PLANES  # action = from_square_in_frame * 49 + plane, squares as obs[:, rank, file]
 
     def __init__(self, max_moves: int | None = 256, claim_draws: bool = True) -> None:
-        if max_moves is not None and max_moves < 1:
-            raise ValueError("max_moves must be a positive number of plies or None")
-        self.max_moves = max_moves
+        super().__init__(max_moves)
         self.claim_draws = claim_draws
 
     def initial_state(self) -> GardnerState:
@@ -273,33 +178,13 @@ class GardnerGame(FenGame):
         count, in_check = k.generate(board, colour, mask)
         ply = 2 * (fullmove - 1) + colour
         state = GardnerState(self, board, colour, ply, 0, halfmove, mask, count, in_check, None, _EMPTY_HISTORY)
-        for number, text in enumerate(moves, start=1):
-            try:
-                state = state.play(self.text_to_action(state, text))
-            except (IllegalMoveError, GameFormatError) as error:
-                raise type(error)(f"move {number} of the list: {error}") from None
-        return state
-
-    def fen(self, state: State) -> str:
-        assert isinstance(state, GardnerState)
-        return state.fen()
-
-    def encode(self, state: State) -> np.ndarray:
-        out = np.empty(self.observation_shape, dtype=np.float32)
-        self._encode_into(state, out)
-        return out
-
-    def encode_batch(self, states: Sequence[State]) -> np.ndarray:
-        out = np.empty((len(states), *self.observation_shape), dtype=np.float32)
-        for i, state in enumerate(states):
-            self._encode_into(state, out[i])
-        return out
+        return state.after(moves)
 
     def _encode_into(self, state: State, out: np.ndarray) -> None:
         assert isinstance(state, GardnerState)
         history = np.frombuffer(state._history, dtype=np.int8)
         move_count = min(state._ply / MOVE_COUNT_SCALE, 1.0)
-        k.encode(history, state._colour, move_count, state._halfmove / NO_PROGRESS_SCALE, out)
+        k.encode(history, state._to_play, move_count, state._halfmove / NO_PROGRESS_SCALE, out)
 
     def action_to_text(self, state: State, action: int) -> str:
         """UCI text of ``action`` in ``state``, legal or not ("b1c3", "a4a5q", "a4a5n").
@@ -309,12 +194,8 @@ class GardnerGame(FenGame):
         `IllegalMoveError`.
         """
         assert isinstance(state, GardnerState)
-        if not 0 <= action < k.NUM_ACTIONS:
-            raise IllegalMoveError(f"action {action} is outside 0..{k.NUM_ACTIONS - 1}")
-        colour = state._colour
-        frm, to = int(k.MOVE_FROM[colour, action]), int(k.MOVE_TO[colour, action])
-        if frm < 0:
-            raise IllegalMoveError(f"action {action} leads off the board")
+        colour = state._to_play
+        frm, to = step_squares(action, colour, k.MOVE_FROM, k.MOVE_TO)
         text = square_name(frm) + square_name(to)
         promotion = int(k.MOVE_PROMOTION[colour, action])
         last_rank = k.SIZE - 1 if colour == 0 else 0
@@ -334,15 +215,14 @@ class GardnerGame(FenGame):
             raise GameFormatError(f"not a Gardner chess move in UCI notation: {text!r}")
         frm, to = (FILES.index(s[0]) + k.SIZE * (int(s[1]) - 1) for s in match.group(1, 2))
         promotion = match.group(3)
-        colour = state._colour
+        colour = state._to_play
         if promotion in ("", "q"):
             action = int(k.ACTION_OF[colour, frm, to])
         else:
             under = int(k.UNDER_OF[colour, frm, to])
             action = under + 3 * "nbr".index(promotion) if under >= 0 else -1
         if action < 0 or not state._mask[action] or self.action_to_text(state, action) != word:
-            over = f"; the game is over ({state._termination})" if state._termination else ""
-            raise IllegalMoveError(f"illegal move {word!r} in {state.fen()}{over}")
+            raise state._illegal_move(word)
         return action
 
 
