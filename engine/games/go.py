@@ -32,13 +32,14 @@ version, and the engine builds the game for it (`with_encoder`), so models of bo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import cache
 
 import numpy as np
 
 from engine.games import go_kernels as k
-from engine.games.base import Game, GameFormatError, IllegalMoveError, Setup, SetupError, State
+from engine.games.base import GameFormatError, IllegalMoveError, Setup, SetupError, State
+from engine.games.board_games import BoardGame, BoardState
 from engine.games.symmetry import point_permutations
 
 COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP columns: no "I"
@@ -70,7 +71,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
-class GoState(State):
+class GoState(BoardState["GoGame"]):
     """An immutable Go position with what the rules and the encoder need of its past.
 
     Besides the contract: `board` (stones), `score` and `ownership` (Tromp-Taylor area),
@@ -79,9 +80,7 @@ class GoState(State):
     by `play`, never directly.
     """
 
-    __slots__ = (
-        "_game", "_hist", "_seen", "_hash", "_to_play", "_move_number", "_passes", "_previous", "_last_action"
-    )
+    __slots__ = ("_hist", "_seen", "_hash", "_passes", "_previous", "_last_action")
 
     def __init__(
         self,
@@ -109,18 +108,6 @@ class GoState(State):
         self._last_action = last_action
 
     # --- the contract -------------------------------------------------------------------
-
-    @property
-    def game(self) -> GoGame:
-        return self._game
-
-    @property
-    def to_play(self) -> int:
-        return self._to_play
-
-    @property
-    def move_number(self) -> int:
-        return self._move_number
 
     @property
     def is_terminal(self) -> bool:
@@ -221,7 +208,7 @@ class GoState(State):
         return f"<GoState {self._game.name} move {self._move_number}, {side} to play>"
 
 
-class GoGame(Game):
+class GoGame(BoardGame):
     """Go rules for one board size, komi and move cap (see the module docstring).
 
     ``name`` is ``f"go{size}"``: komi and the move cap do not change the action or observation
@@ -417,17 +404,6 @@ class GoGame(Game):
         return new
 
     # --- encoder ------------------------------------------------------------------------
-
-    def encode(self, state: State) -> np.ndarray:
-        out = np.empty(self.observation_shape, dtype=np.float32)
-        self._encode_into(state, out)
-        return out
-
-    def encode_batch(self, states: Sequence[State]) -> np.ndarray:
-        out = np.empty((len(states), *self.observation_shape), dtype=np.float32)
-        for i, state in enumerate(states):
-            self._encode_into(state, out[i])
-        return out
 
     def _encode_into(self, state: State, out: np.ndarray) -> None:
         assert isinstance(state, GoState) and state._game.size == self.size

@@ -37,13 +37,13 @@ identity alone (the test suite checks the half turn against the rules).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
 
 from engine.games import hex_kernels as k
-from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.board_games import BoardGame, BoardState
 
 COLUMNS = "abcdefghijklmnopqrs"
 MIN_SIZE, MAX_SIZE = 2, 19
@@ -55,13 +55,13 @@ def _neighbours(size: int) -> np.ndarray:
     return k.neighbour_table(size)
 
 
-class HexState(State):
+class HexState(BoardState["HexGame"]):
     """An immutable Hex position: the stones, whose move it is and the winner so far.
 
     Besides the contract: `board`.  States are made by `HexGame.initial_state` and `play`.
     """
 
-    __slots__ = ("_game", "_board", "_to_play", "_move_number", "_winner")
+    __slots__ = ("_board", "_winner")
 
     def __init__(self, game: HexGame, board: np.ndarray, to_play: int, move_number: int, winner: int) -> None:
         # Built only by HexGame and play(); the board is never written afterwards.
@@ -70,18 +70,6 @@ class HexState(State):
         self._to_play = to_play
         self._move_number = move_number
         self._winner = winner  # +1 Black has connected, -1 White has, 0 nobody yet
-
-    @property
-    def game(self) -> HexGame:
-        return self._game
-
-    @property
-    def to_play(self) -> int:
-        return self._to_play
-
-    @property
-    def move_number(self) -> int:
-        return self._move_number
 
     @property
     def is_terminal(self) -> bool:
@@ -138,7 +126,7 @@ class HexState(State):
         return f"<HexState {self._game.name} move {self._move_number}, {side} to play>"
 
 
-class HexGame(Game):
+class HexGame(BoardGame):
     """Hex rules for one board size, with or without the swap (see the module docstring).
 
     ``name`` is ``f"hex{size}"``: the swap action is in the layout either way, so one model
@@ -162,17 +150,6 @@ class HexGame(Game):
         return HexState(self, np.zeros(self.size * self.size, dtype=np.int8), 0, 0, 0)
 
     # --- encoder ------------------------------------------------------------------------
-
-    def encode(self, state: State) -> np.ndarray:
-        out = np.empty(self.observation_shape, dtype=np.float32)
-        self._encode_into(state, out)
-        return out
-
-    def encode_batch(self, states: Sequence[State]) -> np.ndarray:
-        out = np.empty((len(states), *self.observation_shape), dtype=np.float32)
-        for i, state in enumerate(states):
-            self._encode_into(state, out[i])
-        return out
 
     def _encode_into(self, state: State, out: np.ndarray) -> None:
         assert isinstance(state, HexState) and state._game.size == self.size

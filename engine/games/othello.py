@@ -29,12 +29,13 @@ rules treat alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
 from engine.games import othello_kernels as k
-from engine.games.base import Game, GameFormatError, IllegalMoveError, State
+from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.board_games import BoardGame, BoardState
 from engine.games.symmetry import point_permutations
 
 SIZE = k.SIZE
@@ -43,7 +44,7 @@ START_WHITE = (3 * SIZE + 3, 4 * SIZE + 4)  # d4, e5
 START_BLACK = (4 * SIZE + 3, 3 * SIZE + 4)  # d5, e4
 
 
-class OthelloState(State):
+class OthelloState(BoardState["OthelloGame"]):
     """An immutable Othello position.
 
     It keeps the legal-action mask of the side to move, computed once when the position is
@@ -51,7 +52,7 @@ class OthelloState(State):
     move), so asking for the mask costs a copy.  Besides the contract: `board`.
     """
 
-    __slots__ = ("_game", "_board", "_mask", "_live", "_to_play", "_move_number")
+    __slots__ = ("_board", "_mask", "_live")
 
     def __init__(
         self, game: OthelloGame, board: np.ndarray, mask: np.ndarray, live: bool, to_play: int, move_number: int
@@ -63,18 +64,6 @@ class OthelloState(State):
         self._live = live  # whether any action is legal, i.e. the game is not over
         self._to_play = to_play
         self._move_number = move_number
-
-    @property
-    def game(self) -> OthelloGame:
-        return self._game
-
-    @property
-    def to_play(self) -> int:
-        return self._to_play
-
-    @property
-    def move_number(self) -> int:
-        return self._move_number
 
     @property
     def is_terminal(self) -> bool:
@@ -121,7 +110,7 @@ class OthelloState(State):
         return f"<OthelloState move {self._move_number}, {side} to play>"
 
 
-class OthelloGame(Game):
+class OthelloGame(BoardGame):
     """Othello rules and encoder (see the module docstring)."""
 
     name = "othello"
@@ -159,17 +148,6 @@ class OthelloGame(Game):
         return point_permutations(SIZE, extra_actions=1)
 
     # --- encoder ------------------------------------------------------------------------
-
-    def encode(self, state: State) -> np.ndarray:
-        out = np.empty(self.observation_shape, dtype=np.float32)
-        self._encode_into(state, out)
-        return out
-
-    def encode_batch(self, states: Sequence[State]) -> np.ndarray:
-        out = np.empty((len(states), *self.observation_shape), dtype=np.float32)
-        for i, state in enumerate(states):
-            self._encode_into(state, out[i])
-        return out
 
     def _encode_into(self, state: State, out: np.ndarray) -> None:
         assert isinstance(state, OthelloState)

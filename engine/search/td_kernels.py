@@ -369,7 +369,8 @@ def chain_liberties(board: np.ndarray, nbr: np.ndarray, chain: np.ndarray, libs:
     distinct liberties of each (``libs[label]``).
 
     The afterstate of a move needs its captures; go_kernels.legal_points finds the same
-    chains but keeps them to itself.
+    chains (with their hashes, which this does not need) and counts their liberties with the
+    same `go_kernels.count_liberties`.
     """
     n = board.shape[0]
     chain[:] = 0
@@ -380,21 +381,7 @@ def chain_liberties(board: np.ndarray, nbr: np.ndarray, chain: np.ndarray, libs:
             g += 1
             gk._flood(board, nbr, p, chain, g, stack)
             libs[g] = 0
-    for p in range(n):
-        if board[p] != 0:
-            continue
-        c0 = 0
-        c1 = 0
-        c2 = 0
-        for k in range(4):
-            q = nbr[p, k]
-            if q >= 0:
-                g = chain[q]
-                if g != 0 and g != c0 and g != c1 and g != c2:
-                    libs[g] += 1
-                    c2 = c1
-                    c1 = c0
-                    c0 = g
+    gk.count_liberties(board, nbr, chain, libs)
 
 
 @njit(cache=True)
