@@ -1,12 +1,15 @@
 """Fairy-Stockfish as the referee of the small games' rules (tests/test_gardner.py,
-tests/test_animal_shogi.py): perft, FENs and scores over UCI, and our perft printed its way."""
+tests/test_animal_shogi.py): perft, FENs and scores over UCI, our perft printed its way, and
+random games checked against it move by move."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
 
-from engine.games.base import State
+import numpy as np
+
+from engine.games.base import FenGame, State
 
 
 class FairyStockfish:
@@ -92,3 +95,30 @@ def divide(state: State, depth: int) -> dict[str, int]:
         game.action_to_text(state, int(a)): 1 if depth == 1 else perft(state.play(int(a)), depth - 1)
         for a in state.legal_actions()
     }
+
+
+def refereed_random_game(
+    game: FenGame,
+    rules_only: FenGame,
+    fairy: FairyStockfish,
+    rng: np.random.Generator,
+    every: int,
+    depths: Sequence[int],
+) -> tuple[State, list[str]]:
+    """A random game of ``game`` to its end, checked against Fairy-Stockfish at every ply: the
+    legal moves and the FEN, and our perft (``rules_only``: the game without the draws the
+    referee leaves to the arbiter) at ``depths`` whenever the ply count is ``every // 2``
+    modulo ``every``.  Returns the final position and the moves as text."""
+    state, moves = game.initial_state(), []
+    while not state.is_terminal:
+        assert texts(state) == set(fairy.perft(1, moves)), moves
+        assert game.fen(state) == fairy.fen(moves)
+        if len(moves) % every == every // 2:
+            position = rules_only.from_fen(game.fen(state))
+            for depth in depths:
+                assert divide(position, depth) == fairy.perft(depth, moves)
+        action = int(rng.choice(state.legal_actions()))
+        moves.append(game.action_to_text(state, action))
+        state = state.play(action)
+    assert game.fen(state) == fairy.fen(moves)
+    return state, moves

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from conftest import find_engine
-from fairy_stockfish import FairyStockfish, divide, texts
+from fairy_stockfish import FairyStockfish, divide, refereed_random_game, texts
 
 import engine.games as games
 from engine.games.animal_shogi import AnimalShogiGame
@@ -91,17 +91,7 @@ def test_random_games_move_by_move(fairy: FairyStockfish) -> None:
     rng = np.random.default_rng(7)
     endings: set[str] = set()
     for _ in range(30):
-        state, moves = game.initial_state(), []
-        while not state.is_terminal:
-            assert texts(state) == set(fairy.perft(1, moves)), moves
-            assert state.fen() == fairy.fen(moves)
-            if len(moves) % 10 == 5:
-                position = RULES_ONLY.from_fen(state.fen())
-                assert divide(position, 3) == fairy.perft(3, moves)
-            action = int(rng.choice(state.legal_actions()))
-            moves.append(game.action_to_text(state, action))
-            state = state.play(action)
-        assert state.fen() == fairy.fen(moves)
+        state, moves = refereed_random_game(game, RULES_ONLY, fairy, rng, every=10, depths=(3,))
         endings.add(state.termination)
         if state.termination in ("try", "checkmate", "stalemate"):
             # The side to move has lost: by the opponent's try, mate, or having no move.

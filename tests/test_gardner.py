@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from conftest import find_engine
-from fairy_stockfish import FairyStockfish, divide, texts
+from fairy_stockfish import FairyStockfish, divide, refereed_random_game, texts
 
 import engine.games as games
 from engine.games.base import GameFormatError, IllegalMoveError
@@ -76,18 +76,7 @@ def test_random_games_move_by_move(fairy: FairyStockfish) -> None:
     rng = np.random.default_rng(5)
     endings: set[str] = set()
     for _ in range(12):
-        state, moves = game.initial_state(), []
-        while not state.is_terminal:
-            assert texts(state) == set(fairy.perft(1, moves)), moves
-            assert state.fen() == fairy.fen(moves)
-            if len(moves) % 20 == 10:
-                position = RULES_ONLY.from_fen(state.fen())
-                assert divide(position, 2) == fairy.perft(2, moves)
-                assert divide(position, 3) == fairy.perft(3, moves)
-            action = int(rng.choice(state.legal_actions()))
-            moves.append(game.action_to_text(state, action))
-            state = state.play(action)
-        assert state.fen() == fairy.fen(moves)
+        state, moves = refereed_random_game(game, RULES_ONLY, fairy, rng, every=20, depths=(2, 3))
         endings.add(state.termination)
         if state.termination in ("checkmate", "stalemate"):
             assert fairy.perft(1, moves) == {}
