@@ -69,6 +69,9 @@ def _shipped_weights_dir() -> Path:
 DEFAULT_WEIGHTS_DIR = _shipped_weights_dir()
 FIRST_ANALYSIS_SEARCH = 64  # simulations of the first search of an analysis
 JUDGE_SIMULATIONS = 400  # simulated games that judge dead stones for a player without a network
+# The search tree's memory in MB where a protocol's user sets none (UCI Hash, GTP --memory):
+# about 87 000 nodes of chess or 185 000 of 9x9 Go (benchmarks/tree_memory.py).
+DEFAULT_MEMORY_MB = 768
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,9 @@ class PlayOptions:
     end the game by passing while any can be attacked); ``judge_dead_stones`` judges dead
     stones by the model's ownership head (when it has one) where the rules and `Player.judged`
     count a position, False counts every stone alive (GTP's ``--all-stones-alive``).
+
+    ``memory``: bytes the Gumbel search tree may take (None: unbounded; UCI ``Hash``, GTP
+    ``--memory``); a search whose tree is full stops growing it and answers from it.
     """
 
     mode: Mode = "search"
@@ -106,6 +112,7 @@ class PlayOptions:
     go_rules: bool = True
     cleanup: bool = False
     judge_dead_stones: bool = True
+    memory: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("reactive", "search", *TD_MODES):
@@ -398,7 +405,8 @@ class Player:
         large until one takes about ``interval`` seconds.  ``on_update`` gets each search's
         decision (whose visits are the tree's, so they grow) and returns False to end the
         analysis.  It also ends once ``stop`` is set, after ``simulations`` simulations in all,
-        after ``time`` seconds, or after the one network call of reactive play.  ``options``
+        after ``time`` seconds, after the one network call of reactive play, or when a search
+        made fewer simulations than asked for otherwise: its tree is full (``memory``).  ``options``
         (the player's by default) say how each search decides; their own budget is replaced by
         the analysis's, and Go's move rules are off: an analysis shows the search's view, and
         a pass decided without a search would never end it.  Returns the last decision.
@@ -419,6 +427,7 @@ class Player:
                 or stop.is_set()
                 or (simulations is not None and done >= simulations)
                 or (time is not None and perf_counter() >= start + time)
+                or decision.simulations < budget
             ):
                 return decision
             rate = decision.simulations / max(took, 1e-3)
@@ -451,7 +460,8 @@ class Player:
             return reactive(state, self._network())
         if opts.mode == "reactive":
             return reactive(state, self._network(), temperature=opts.temperature, rng=self._rng)
-        return self._search(state, SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop), opts)
+        limits = SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop, memory=opts.memory)
+        return self._search(state, limits, opts)
 
     def _td_search(self, mode: str) -> TdSearch:
         """The TD search of ``mode``, made on first use and kept for the following moves."""
@@ -471,11 +481,20 @@ class Player:
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
-        result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._reusable_tree())
+        result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
         with self._lock:
             self._tree = result.tree
             self._tree_actions = list(self._actions)
         return result
+
+    def _take_tree(self) -> SearchTree | None:
+        """`_reusable_tree`, detached (the rest of the tree let go) and forgotten by the player:
+        the search continues in its forest, so that only one tree is ever in memory, and gives
+        back the tree to keep."""
+        with self._lock:
+            tree = self._reusable_tree()
+            self._tree = None
+        return None if tree is None else tree.detached()
 
     def _reusable_tree(self) -> SearchTree | None:
         """The cached tree advanced to the current position, if the position extends it."""

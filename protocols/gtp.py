@@ -35,8 +35,9 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   is planned from its budget (Sequential Halving), so an analysis is successive searches on the
   same tree (tree reuse makes each continue where the previous stopped), growing until one
   takes about the command's interval, so that lines come at least that often; the visits shown
-  are the tree's, so they grow across searches.  The tree stops growing at
-  `ANALYSIS_VISIT_CAP` visits (memory) and the command then waits for input.  Analysis always
+  are the tree's, so they grow across searches.  The tree stops growing when it holds the
+  player's memory (`engine.player.PlayOptions.memory`, ``klent gtp --memory``; about 4.2 KB
+  a 9x9 node) and the command then waits for input.  Analysis always
   searches (also in reactive mode).  ``*-genmove_analyze`` runs the move's normal search and
   prints its analysis once before ``play <move>``.  Fields: Leela Zero's winrate and prior in
   1/10000; KataGo's as fractions with utility = the move's value in [-1, 1].  With
@@ -90,7 +91,6 @@ from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse,
 PROTOCOL_VERSION = "2"
 DEFAULT_SIZE = 19
 MAX_KOMI = 150.0  # |komi| accepted, as by the HTTP API
-ANALYSIS_VISIT_CAP = 200_000
 DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
 _TOO_LONG = "\x00too-long"  # marks an input line cut at MAX_LINE by the reader thread
 
@@ -574,11 +574,11 @@ class GtpEngine:
 
         def update(decision: Decision) -> bool:
             self._write(self._info_line(decision, style, request, player) + "\n")
-            return decision.visits < ANALYSIS_VISIT_CAP
+            return True
 
         if not self._input_ready.is_set():
             player.analyse(update, self._input_ready, options, interval=request.interval)
-        self._input_ready.wait()  # at the visit cap, the analysis waits for input
+        self._input_ready.wait()  # with the tree full, the analysis waits for input
         self._write("\n")
 
     def stream_genmove_analyze(self, cid: str, args: list[str], style: str) -> None:

@@ -28,9 +28,10 @@ How a ``go`` is searched (all through `engine.player.Player.decide` and ``analys
 * on ``ponderhit`` the budget of the ``go ponder`` clock counts from the ``go ponder`` command,
   as in Stockfish: the time spent pondering was thinking about this very move, so the engine
   answers at once when it pondered longer than the budget;
-* ``Hash`` is the memory for the search tree in MB, as in other engines: every ``go`` stops
-  growing the tree at ``Hash`` / `NODE_BYTES` simulations (a chess node keeps its position,
-  about 7.5 KB), and an open-ended search then waits for ``stop``;
+* ``Hash`` is the memory for the search tree in MB, as in other engines
+  (`engine.player.PlayOptions.memory`, which the tree counts in bytes: about 9.2 KB a chess
+  node, most of it the position): every ``go`` stops growing the tree when it is full, and an
+  open-ended search then waits for ``stop``;
 * ``searchmoves`` chooses among the listed moves from the search's analysis
   (`engine.player.PlayOptions.candidates`).
 
@@ -54,11 +55,17 @@ from typing import BinaryIO, Literal, TextIO
 
 from engine.games.base import GameFormatError, IllegalMoveError, State
 from engine.games.chess import ChessGame
-from engine.player import Decision, Player, PlayOptions, default_threads, model_path_for, move_budget
+from engine.player import (
+    DEFAULT_MEMORY_MB,
+    Decision,
+    Player,
+    PlayOptions,
+    default_threads,
+    model_path_for,
+    move_budget,
+)
 
 DEFAULT_SIMULATIONS = 800  # a `go` without any limit
-NODE_BYTES = 7_500  # memory of one search-tree node of chess (mostly its position)
-DEFAULT_HASH_MB = 768  # about 107 000 simulations
 MAX_SIMULATIONS = 10_000_000  # the largest Simulations setting
 INFO_INTERVAL = 1.0  # seconds an iteration of an open-ended search aims at
 LONG_SEARCH = 5.0  # timed searches longer than this are iterated (info lines, memory cap)
@@ -120,7 +127,7 @@ def uci_options(model: str) -> list[UciOption]:
         UciOption("Move Overhead", "spin", 100, 0, 10_000),
         UciOption("SearchMode", "combo", "gumbel", choices=("gumbel", "reactive")),
         UciOption("Simulations", "spin", 0, 0, MAX_SIMULATIONS),
-        UciOption("Hash", "spin", DEFAULT_HASH_MB, 1, 1 << 20),
+        UciOption("Hash", "spin", DEFAULT_MEMORY_MB, 1, 1 << 20),
     ]
 
 
@@ -225,12 +232,6 @@ class _Settings:
     simulations: int  # the Simulations option (0: not set)
     overhead: float  # seconds
     hash_mb: int  # memory for the search tree
-
-    @property
-    def cap(self) -> int:
-        """Most simulations of one ``go``: the Simulations option within the Hash memory."""
-        room = max(1, self.hash_mb * 2**20 // NODE_BYTES)
-        return min(self.simulations, room) if self.simulations else room
 
 
 class _Job:
@@ -562,7 +563,7 @@ class UciEngine:
             simulations = DEFAULT_SIMULATIONS
         options = replace(
             _options(job),
-            simulations=None if simulations is None else min(simulations, job.settings.cap),
+            simulations=None if simulations is None else min(simulations, job.settings.simulations or simulations),
             time=None if job.deadline is None else max(0.0, job.deadline - time.perf_counter()),
         )
         decision = job.player.decide(options, stop=job.interrupt)
@@ -574,9 +575,11 @@ class UciEngine:
         """Successive searches on one tree with growing budgets, reporting after each.
 
         Ends when interrupted, at ``deadline``, once the PV is ``depth`` plies long or ends the
-        game, or when the simulation cap (``nodes``, ``Simulations``, ``Hash``) is spent.
+        game, when the simulation cap (``nodes``, ``Simulations``) is spent, or when the tree
+        holds ``Hash`` MB.
         """
-        cap = job.settings.cap if job.go.nodes is None else min(job.go.nodes, job.settings.cap)
+        caps = [cap for cap in (job.go.nodes, job.settings.simulations or None) if cap is not None]
+        cap = min(caps) if caps else None
 
         def update(decision: Decision) -> bool:
             job.simulations += decision.simulations
@@ -585,7 +588,7 @@ class UciEngine:
 
         return job.player.analyse(
             update, job.interrupt, _options(job),
-            simulations=max(0, cap - job.simulations),
+            simulations=None if cap is None else max(0, cap - job.simulations),
             time=None if deadline is None else max(0.0, deadline - time.perf_counter()),
             interval=INFO_INTERVAL,
         )
@@ -616,6 +619,7 @@ def _options(job: _Job) -> PlayOptions:
         top_moves=settings.multipv,
         candidates=tuple(job.go.searchmoves),
         ponder=settings.ponder,
+        memory=settings.hash_mb * 2**20,
     )
 
 

@@ -18,11 +18,17 @@ one by one with the same generators (up to the evaluator's own batch-size roundi
 Budgets: ``limits.simulations`` is n per root.  With only ``limits.time``, the search first
 runs the round that visits each considered action once (it is the same for every n), measures
 it, and plans n from the time left (90% of it, at most `MAX_PLANNED_SIMULATIONS`).  The time
-budget and the stop flag are checked before every network batch.  When stopped early the
+budget, the stop flag and ``limits.memory`` (room in the tree for one more batch of nodes,
+`Forest.has_room`) are checked before every network batch.  When stopped early the
 result is built from what was backed up: the action is the best g + logits + sigma(completed Q)
 among the actions most visited so far (with no simulation at all, that is the Gumbel-Top-1
 action, i.e. the policy's argmax when the Gumbel scale is 0); the root position itself is
 always evaluated first, even when the stop flag is already set.
+
+Tree reuse copies the subtree to continue from into the new search's forest and drops the
+search's references to the old one; a tree that is the whole of its forest (the same position
+again, or a subtree `SearchTree.detached` by its owner) is continued in place instead, so
+that only one tree is ever in memory (`engine.player.Player` detaches its tree).
 
 Loading the compiled kernels takes a moment at their first call; `warm_up` pays it outside
 any time budget (a `engine.player.Player` calls it when it is made).
@@ -110,6 +116,7 @@ def search(
     single = isinstance(root_states, State)
     states = [root_states] if isinstance(root_states, State) else list(root_states)
     tree_list = _per_root(trees, len(states), "trees")
+    del trees  # `_Search` empties tree_list once the subtrees are copied: the old forests may go
     rngs = _generators(rng, len(states))
     if not states:
         return []
@@ -134,21 +141,23 @@ class _Search:
         self.config = config
         self.clock = Clock(limits)
         self.num_actions = states[0].game.num_actions
-        self.forest = Forest()
+        self.forest = _continued_forest(trees) or Forest()
+        self.forest.max_bytes = limits.memory
         self.roots = self._make_roots(states, trees)
         forest = self.forest
         # Room for the search, guessing each node has as many legal moves as its root; big or
         # open-ended budgets grow the arrays as they go instead of allocating them up front.
-        planned = min(limits.simulations or INITIAL_NODES, INITIAL_NODES) + 1
+        planned = min(limits.simulations or INITIAL_NODES, INITIAL_NODES, forest.affordable_nodes() // self.roots.size)
         forest.reserve(self.roots.size * planned, int(forest.num_edges[self.roots].sum()) * planned)
-        # Per-search root data, indexed by edge row (only root edges are read).
-        self.gumbel = np.zeros(forest.num_edges_used)
-        for root, generator in zip(self.roots.tolist(), rngs):
-            edges = forest.children(root)
-            noise = config.gumbel_scale * generator.gumbel(size=self.num_actions)
-            self.gumbel[edges] = noise[forest.action[edges]]
-        self.base_visits = forest.visits[: forest.num_edges_used].copy()
+        # Per-search data of the root edges, root r's from root_offset[r] on.
         legal = forest.num_edges[self.roots]
+        self.root_offset = np.cumsum(legal) - legal
+        root_edges = forest.edge_rows(self.roots)
+        self.gumbel = np.concatenate([
+            config.gumbel_scale * generator.gumbel(size=self.num_actions)[forest.action[forest.children(root)]]
+            for root, generator in zip(self.roots.tolist(), rngs)
+        ])
+        self.base_visits = forest.visits[root_edges]
         self.considered = np.array([num_considered(limits.simulations, int(k), config.max_considered) for k in legal])
         self.planning = limits.simulations is None
         self.sims_total = self.considered.copy() if self.planning else np.full(len(states), limits.simulations)
@@ -167,10 +176,10 @@ class _Search:
                     break
                 self._plan(self.clock.elapsed() - round_start)
                 continue
-            if self.clock.must_stop():
+            if self._must_stop():
                 break
             count = select_wave(
-                self.forest.arrays, self.roots, self.gumbel, self.base_visits, self.sims_done,
+                self.forest.arrays, self.roots, self.root_offset, self.gumbel, self.base_visits, self.sims_done,
                 self.sims_total, self.targets, self.phase_start, self.schedule_offset,
                 self.config.wave_size, self.config.c_visit, self.config.c_scale,
                 out_root, out_node, out_edge,
@@ -189,7 +198,11 @@ class _Search:
                 fresh.append(i)
                 continue
             _check_tree(tree, state)
-            roots[i] = self.forest.import_subtree(tree.forest, tree.node)
+            if tree.forest is self.forest:  # continued in place (`_continued_forest`)
+                roots[i] = tree.node
+            else:
+                roots[i] = self.forest.import_subtree(tree.forest, tree.node)
+            trees[i] = None  # the old forest is no longer needed here
         for chunk in _chunks(fresh, self.config.max_batch):
             chunk_states = [states[i] for i in chunk]
             logits, values = self._evaluate(chunk_states)
@@ -236,7 +249,7 @@ class _Search:
             backup_all(forest.arrays, nodes, np.zeros(ended.size))
         pending = np.flatnonzero(~terminal)
         for start in range(0, pending.size, self.config.max_batch):
-            if self.clock.must_stop():
+            if self._must_stop():
                 rest = pending[start:]
                 release_all(forest.arrays, leaf_node[rest], leaf_edge[rest])
                 np.subtract.at(self.sims_done, leaf_root[rest], 1)
@@ -247,6 +260,10 @@ class _Search:
             nodes = forest.add_expanded(chunk_states, leaf_node[chunk], leaf_edge[chunk], logits, values)
             backup_all(forest.arrays, nodes, values)
         return True
+
+    def _must_stop(self) -> bool:
+        """The time is up, the stop flag is set, or the tree has no room for another batch."""
+        return self.clock.must_stop() or not self.forest.has_room(self.config.max_batch)
 
     def _evaluate(self, states: list[State]) -> tuple[np.ndarray, np.ndarray]:
         evaluation = self.evaluator.evaluate(states)
@@ -265,8 +282,9 @@ class _Search:
         completed_q(prior_logits, visits, q, raw_value, cq)
         sigma_q(prior_logits, visits, q, raw_value, c_visit, c_scale, sigma)
         improved_policy(prior_logits, visits, q, raw_value, c_visit, c_scale, improved)
-        counts = visits - self.base_visits[edges]
-        choice = final_action(self.gumbel[edges], prior_logits, sigma, counts)
+        own = slice(self.root_offset[r], self.root_offset[r] + visits.size)
+        counts = visits - self.base_visits[own]
+        choice = final_action(self.gumbel[own], prior_logits, sigma, counts)
         actions = forest.action[edges]
 
         def spread(values: np.ndarray, dtype: type) -> np.ndarray:
@@ -288,6 +306,20 @@ class _Search:
             prior=spread(softmax(prior_logits), np.float32),
             tree=tree,
         )
+
+
+def _continued_forest(trees: list[SearchTree | None]) -> Forest | None:
+    """The forest of the one tree given when that tree is the whole forest, as when an analysis
+    searches the same position again or the caller detached the subtree it continues from
+    (`SearchTree.detached`): the search then grows that forest in place.  Copying it
+    (as for a subtree) would take time in proportion to the tree at every search of the
+    analysis and hold two copies in memory for a while.  The earlier result's `SearchTree`
+    then sees the grown tree."""
+    if len(trees) != 1 or trees[0] is None or not trees[0].forest.is_whole_tree(trees[0].node):
+        return None
+    forest = trees[0].forest
+    forest.pending[: forest.num_edges_used] = 0  # left over if the search that grew it failed
+    return forest
 
 
 def _per_root(value: Trees | Sequence[np.random.Generator], count: int, name: str) -> list:
@@ -354,7 +386,9 @@ def warm_up() -> None:
     evaluator = _UniformEvaluator(game)
     first = search(game.initial_state(), evaluator, SearchLimits(simulations=8), rng=np.random.default_rng(0))
     assert first.tree is not None
-    again = search(first.tree.root_state, evaluator, SearchLimits(simulations=2), trees=first.tree)
+    child = first.tree.advance([first.action])  # a subtree, copied: the import kernel too
+    assert child is not None
+    again = search(child.root_state, evaluator, SearchLimits(simulations=2), trees=child)
     assert again.tree is not None
     nothing = np.empty(0, dtype=np.int32)
     release_all(again.tree.forest.arrays, nothing, nothing)

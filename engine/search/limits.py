@@ -22,11 +22,14 @@ class SearchLimits:
     set.  At least one of ``simulations`` and ``time`` is required, because Sequential Halving
     plans its phases from n; with only a time budget the search measures its first round of
     simulations and derives n from the remaining time (see `engine.search.gumbel`).
+    ``memory`` bounds the bytes of the search tree (None: unbounded): once it is full the
+    search stops as if stopped (UCI ``Hash``, GTP ``--memory``).
     """
 
     simulations: int | None = None
     time: float | None = None
     stop: threading.Event | None = None
+    memory: int | None = None
 
     def __post_init__(self) -> None:
         if self.simulations is None and self.time is None:
@@ -35,6 +38,8 @@ class SearchLimits:
             raise ValueError(f"simulations must be >= 0, got {self.simulations}")
         if self.time is not None and self.time < 0:
             raise ValueError(f"time budget must be >= 0 seconds, got {self.time}")
+        if self.memory is not None and self.memory < 0:
+            raise ValueError(f"memory must be >= 0 bytes, got {self.memory}")
 
 
 class Clock:

@@ -135,6 +135,7 @@ def descend(tree: TreeArrays, node: int, edge: int, c_visit: float, c_scale: flo
 def select_wave(
     tree: TreeArrays,
     roots: np.ndarray,
+    root_offset: np.ndarray,
     gumbel: np.ndarray,
     base_visits: np.ndarray,
     sims_done: np.ndarray,
@@ -154,9 +155,9 @@ def select_wave(
     Leaf i is the unexpanded edge ``out_edge[i]`` below node ``out_node[i]`` of root
     ``out_root[i]`` (an index into ``roots``).  ``sims_done[r]`` advances past every descent
     started (terminal ones are already backed up); the caller either backs the leaves up or
-    releases them.  ``gumbel`` and ``base_visits`` are indexed by edge row and only read at root
-    edges: the Gumbel draw of this search and the visits the root edges had before it (from
-    tree reuse), which the halving schedule must not count.  The schedule of root r is
+    releases them.  ``gumbel`` and ``base_visits`` hold the root edges only, root r's from
+    ``root_offset[r]`` on: the Gumbel draw of this search and the visits the root edges had
+    before it (from tree reuse), which the halving schedule must not count.  The schedule of root r is
     ``targets`` / ``phase_start`` from ``schedule_offset[r]``.
     """
     count = 0
@@ -165,15 +166,16 @@ def select_wave(
         root = roots[r]
         start = tree.first_edge[root]
         stop = start + tree.num_edges[root]
+        own = slice(root_offset[r], root_offset[r] + tree.num_edges[root])
         t = sims_done[r]
         started = 0
         while t < sims_total[r] and started < wave_size:
             if started > 0 and phase_start[schedule_offset[r] + t]:
                 break
-            counts = tree.visits[start:stop] - base_visits[start:stop] + tree.pending[start:stop]
+            counts = tree.visits[start:stop] - base_visits[own] + tree.pending[start:stop]
             sigma = node_scores(tree, root, True, c_visit, c_scale)
             target = targets[schedule_offset[r] + t]
-            choice = root_action(gumbel[start:stop], tree.prior[start:stop], sigma, counts, target)
+            choice = root_action(gumbel[own], tree.prior[start:stop], sigma, counts, target)
             if choice < 0:
                 raise RuntimeError("no root action has the visit count the halving schedule expects")
             status, node, edge = descend(tree, root, start + choice, c_visit, c_scale)

@@ -17,18 +17,31 @@ mover and which is never expanded).
 
 `SearchTree` is the handle a search result carries for tree reuse: advancing it by the moves
 actually played gives the subtree to continue from, and the next search copies that subtree
-into its own forest with all its statistics.
+into its own forest with all its statistics -- or, when it is the whole forest (an analysis
+searching the same position again, or a subtree `SearchTree.detached` by its owner, as
+`engine.player.Player` does), continues in that forest (`engine.search.gumbel`).
+
+Memory.  A node costs its node row (46 bytes), one edge row (56 bytes) per legal action, the
+pointer to its state and the state's own objects: measured over long searches (`klent bench
+tree_memory`, benchmarks/RESULTS.md) about 9.2 KB a node in chess (7.5 KB of state, mostly its
+4672-byte legal mask and python-chess board; 30 edges, 1.7 KB) and 4.1-4.4 KB in 9x9 Go (1.4 KB
+of state; 35-50 edges, 2-2.8 KB).  A forest given ``max_bytes`` counts these exactly -- the arrays by their
+allocated size, the states by `owned_bytes` of one sample per batch -- and grows its arrays
+only as far as the budget pays for at the current mix of nodes and edges, so that the
+search can stop growing at the budget (`Forest.has_room`) instead of at a guessed node count
+that is right for one game only.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
-from engine.games.base import State
+from engine.games.base import Game, State
 from engine.network import MASKED_LOGIT
 
 
@@ -77,11 +90,19 @@ _DTYPES = {
 # masks the others with MASKED_LOGIT.  Reading legality back from the logits spares a second
 # (possibly slow) ``legal_mask`` call per expanded state.
 LEGAL_LOGIT_THRESHOLD = float(MASKED_LOGIT) / 2
+NODE_ROW_BYTES = sum(np.dtype(_DTYPES[name]).itemsize for name in _NODE_FIELDS) + 8  # + the state pointer
+EDGE_ROW_BYTES = sum(np.dtype(_DTYPES[name]).itemsize for name in _EDGE_FIELDS)
+MIN_GROWTH = 1 / 16  # near the budget the arrays still grow by this fraction, not row by row
+ALLOCATION_OVERHEAD = 16  # bytes the allocator adds to each object (header and rounding)
 
 
 class Forest:
     """Growable node and edge arrays plus the states of the nodes (fields as in `TreeArrays`,
-    plus ``to_play``: int8[nodes], the side to move at each node)."""
+    plus ``to_play``: int8[nodes], the side to move at each node).
+
+    ``max_bytes`` (None: unbounded) is the memory the forest should stay within: growth of the
+    arrays is planned for it, and `has_room` says whether more nodes still fit.
+    """
 
     # Created in __init__ from _NODE_FIELDS and _EDGE_FIELDS; declared for type checkers.
     parent: np.ndarray
@@ -104,10 +125,12 @@ class Forest:
     q_scratch: np.ndarray
     cached: np.ndarray
 
-    def __init__(self, node_capacity: int = 256, edge_capacity: int = 4096) -> None:
+    def __init__(self, node_capacity: int = 256, edge_capacity: int = 4096, max_bytes: int | None = None) -> None:
         self.num_nodes = 0
         self.num_edges_used = 0
+        self.max_bytes = max_bytes
         self.states: list[State] = []
+        self.state_bytes = 0  # estimated bytes owned by the states (see `owned_bytes`)
         self.epoch = np.zeros(1, dtype=np.int64)
         for name in _NODE_FIELDS:
             setattr(self, name, np.zeros(node_capacity, dtype=_DTYPES[name]))
@@ -118,16 +141,59 @@ class Forest:
     def arrays(self) -> TreeArrays:
         return TreeArrays(*(getattr(self, name) for name in TreeArrays._fields))
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held: the arrays as allocated, the state pointers and the states' own objects."""
+        arrays = sum(getattr(self, name).nbytes for name in (*_NODE_FIELDS, *_EDGE_FIELDS))
+        return arrays + self.epoch.nbytes + 8 * len(self.states) + self.state_bytes
+
+    def node_bytes(self) -> float:
+        """Mean memory of one node so far: its node row, its edge rows and its state."""
+        nodes = max(1, self.num_nodes)
+        return NODE_ROW_BYTES + (self.num_edges_used * EDGE_ROW_BYTES + self.state_bytes) / nodes
+
+    def affordable_nodes(self) -> int:
+        """How many more nodes ``max_bytes`` pays for at the current mean cost of a node (as if
+        no row were allocated yet); a huge number without a budget."""
+        if self.max_bytes is None:
+            return sys.maxsize
+        used = self.num_nodes * self.node_bytes()
+        return max(0, int((self.max_bytes - used) / self.node_bytes()))
+
+    def has_room(self, nodes: int) -> bool:
+        """Whether ``nodes`` more nodes of the mean cost fit within ``max_bytes``."""
+        return self.max_bytes is None or self.nbytes + nodes * self.node_bytes() <= self.max_bytes
+
     def reserve(self, nodes: int, edges: int) -> None:
-        """Make room for ``nodes`` more nodes and ``edges`` more edges."""
+        """Make room for ``nodes`` more nodes and ``edges`` more edges.
+
+        Arrays double as they grow, but with ``max_bytes`` no further than the budget pays for
+        (`affordable_nodes`, with as many edges per node as so far): doubling a tree near the
+        budget would allocate up to twice what its nodes can ever use.  Near the budget they
+        grow by at least `MIN_GROWTH`, so that each new batch does not copy the arrays again.
+        """
+        affordable = self.affordable_nodes()
+        edges_per_node = self.num_edges_used / max(1, self.num_nodes)
         if self.num_nodes + nodes > self.parent.size:
-            size = max(2 * self.parent.size, self.num_nodes + nodes)
+            limit = self.num_nodes + affordable
+            size = self._next_size(self.parent.size, self.num_nodes + nodes, limit, NODE_ROW_BYTES)
             for name in _NODE_FIELDS:
                 setattr(self, name, _grown(getattr(self, name), size))
         if self.num_edges_used + edges > self.action.size:
-            size = max(2 * self.action.size, self.num_edges_used + edges)
+            limit = self.num_edges_used + int(min(affordable * edges_per_node, sys.maxsize))
+            size = self._next_size(self.action.size, self.num_edges_used + edges, limit, EDGE_ROW_BYTES)
             for name in _EDGE_FIELDS:
                 setattr(self, name, _grown(getattr(self, name), size))
+
+    def _next_size(self, size: int, needed: int, limit: int, row_bytes: int) -> int:
+        """The new length of an array group of length ``size`` that must hold ``needed`` rows:
+        double, but not past ``limit`` (what the budget pays for at the current mix of nodes),
+        yet by at least `MIN_GROWTH` -- and never by more rows than the unspent budget pays
+        for, so that `nbytes` stays within ``max_bytes`` (unless ``needed`` itself does not)."""
+        grown = min(2 * size, max(limit, int(size * (1 + MIN_GROWTH))))
+        if self.max_bytes is not None:
+            grown = min(grown, size + max(0, self.max_bytes - self.nbytes) // row_bytes)
+        return max(needed, grown)
 
     def add_expanded(
         self,
@@ -166,33 +232,64 @@ class Forest:
 
     def import_subtree(self, source: Forest, root: int) -> int:
         """Copy ``source``'s subtree under ``root`` (with its statistics) in as a new root."""
+        return self._place_subtree(source, root, in_place=False)
+
+    def keep_subtree(self, root: int) -> None:
+        """Make the subtree under ``root`` the whole forest, in place, with ``root`` as node 0.
+
+        Unlike `import_subtree` into a new forest, no second copy of the arrays is made (each
+        array is rewritten through one temporary), and the arrays keep their size for the next
+        search; the states outside the subtree are let go.  Other `SearchTree` handles into
+        this forest no longer mean anything.
+        """
+        self._place_subtree(self, root, in_place=True)
+
+    def is_whole_tree(self, node: int) -> bool:
+        """Whether ``node`` is the forest's one root (its tree is the whole forest)."""
+        return bool(self.parent[node] < 0 and np.count_nonzero(self.parent[: self.num_nodes] < 0) == 1)
+
+    def _place_subtree(self, source: Forest, root: int, in_place: bool) -> int:
+        """Write ``source``'s subtree under ``root`` after this forest's rows, or over them from
+        row 0 when ``in_place`` (``source`` is then this forest: everything is read from it
+        before it is overwritten).  Returns the new index of ``root``."""
         order = _subtree_nodes(source.first_edge, source.num_edges, source.child, root)
+        node_start, edge_start = (0, 0) if in_place else (self.num_nodes, self.num_edges_used)
         node_map = np.full(source.num_nodes, -1, dtype=np.int32)
-        node_map[order] = np.arange(self.num_nodes, self.num_nodes + order.size, dtype=np.int32)
+        node_map[order] = np.arange(node_start, node_start + order.size, dtype=np.int32)
         edge_rows = source.edge_rows(order)
         counts = source.num_edges[order]
         total = edge_rows.size
         offsets = np.cumsum(counts) - counts
         edge_map = np.full(source.num_edges_used, -1, dtype=np.int32)
-        edge_map[edge_rows] = np.arange(self.num_edges_used, self.num_edges_used + total, dtype=np.int32)
+        edge_map[edge_rows] = np.arange(edge_start, edge_start + total, dtype=np.int32)
+        states = [source.states[i] for i in order.tolist()]
+        state_bytes = source.state_bytes * order.size // max(1, source.num_nodes)
 
-        self.reserve(order.size, total)
-        nodes = slice(self.num_nodes, self.num_nodes + order.size)
-        edges = slice(self.num_edges_used, self.num_edges_used + total)
+        if not in_place:
+            self.reserve(order.size, total)
+        nodes = slice(node_start, node_start + order.size)
+        edges = slice(edge_start, edge_start + total)
+        parents = np.where(order == root, -1, node_map[source.parent[order]])
+        parent_edges = np.where(order == root, -1, edge_map[source.parent_edge[order]])
+        self.parent[nodes] = parents
+        self.parent_edge[nodes] = parent_edges
         for name in ("num_edges", "node_visits", "value_sum", "raw_value", "terminal", "to_play"):
             getattr(self, name)[nodes] = getattr(source, name)[order]
-        self.first_edge[nodes] = self.num_edges_used + offsets
-        self.parent[nodes] = np.where(order == root, -1, node_map[source.parent[order]])
-        self.parent_edge[nodes] = np.where(order == root, -1, edge_map[source.parent_edge[order]])
+        self.first_edge[nodes] = edge_start + offsets
         for name in ("action", "prior", "visits", "reward", "discount"):
             getattr(self, name)[edges] = getattr(source, name)[edge_rows]
         children = source.child[edge_rows]
         self.child[edges] = np.where(children >= 0, node_map[children], -1)
         self.pending[edges] = 0
         self.stamp[nodes] = -1
-        self.states.extend(source.states[i] for i in order.tolist())
-        self.num_nodes += order.size
-        self.num_edges_used += total
+        if in_place:
+            self.states, self.state_bytes = states, state_bytes
+            self.num_nodes, self.num_edges_used = order.size, total
+        else:
+            self.states.extend(states)
+            self.state_bytes += state_bytes
+            self.num_nodes += order.size
+            self.num_edges_used += total
         return int(node_map[root])
 
     def children(self, node: int) -> slice:
@@ -216,6 +313,9 @@ class Forest:
         self.terminal[nodes] = False
         self.stamp[nodes] = -1
         self.to_play[nodes] = [s.to_play for s in states]
+        if states:  # one sample per batch: the states of a batch are alike, and measuring takes time
+            parent = self.states[parents[0]] if parents[0] >= 0 else None
+            self.state_bytes += owned_bytes(states[0], parent) * len(states)
         self.states.extend(states)
         self.num_nodes += len(states)
         return nodes
@@ -230,8 +330,10 @@ class Forest:
 class SearchTree:
     """A searched tree seen from one of its nodes; pass it to the next search to reuse it.
 
-    Cheap to hold and to advance: it only references the finished search's forest, which no
-    later search modifies (the next search copies the subtree into its own forest).
+    Cheap to hold and to advance: it only references the finished search's forest.  A later
+    search from a subtree copies it into its own forest and leaves this one as it is; a later
+    search from the root of a forest that holds only this tree grows the forest in place, and
+    this handle then sees the grown tree.
     """
 
     def __init__(self, forest: Forest, node: int) -> None:
@@ -307,6 +409,65 @@ class SearchTree:
         if forest.terminal[node]:
             return None
         return SearchTree(forest, node)
+
+    def detached(self) -> SearchTree:
+        """This subtree as the whole of its forest (`Forest.keep_subtree`), so that the next
+        search continues in the forest instead of copying the subtree into a new one (which
+        would hold both trees in memory for a while).  For the forest's only user: every other
+        handle into the forest becomes meaningless."""
+        if self.forest.is_whole_tree(self.node):
+            return self
+        self.forest.keep_subtree(self.node)
+        return SearchTree(self.forest, 0)
+
+
+def owned_bytes(state: State, parent: State | None) -> int:
+    """Bytes of the objects ``state`` holds that ``parent`` (the position it was played from)
+    does not hold too: what playing the move allocated, for chess about 7.2 KB (the legal mask
+    alone is 4.7 KB), for 9x9 Go about 1.2 KB.
+
+    Walks the state's attributes (slots and ``__dict__``) and what they contain, counting each
+    object once by ``sys.getsizeof`` (a numpy array that owns its data counts the data) plus
+    `ALLOCATION_OVERHEAD`; it skips the objects the parent also references, other states and
+    the game, so that shared history (a linked list of moves, an earlier board) is not counted
+    at every node.  Without the overhead it agrees with tracemalloc within 5 % for chess and
+    Go; with it, with the growth of the process's resident memory.
+    """
+    shared = {id(None), id(True), id(False)}
+    if parent is not None:
+        shared.update(id(value) for value in _attributes(parent))
+    total = sys.getsizeof(state) + ALLOCATION_OVERHEAD
+    pending = _attributes(state)
+    while pending:
+        item = pending.pop()
+        if id(item) in shared or isinstance(item, (State, Game, type)) or _cached_int(item):
+            continue
+        shared.add(id(item))
+        total += sys.getsizeof(item) + ALLOCATION_OVERHEAD
+        if isinstance(item, (tuple, list, set, frozenset)):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif not isinstance(item, (int, float, complex, str, bytes, np.ndarray)):
+            pending.extend(_attributes(item))
+    return total
+
+
+def _cached_int(item: object) -> bool:
+    """Whether ``item`` is one of the small ints CPython keeps one object of for good (side to
+    move, move numbers, passes): a state that holds one allocates nothing for it."""
+    return type(item) is int and -5 <= item <= 256
+
+
+def _attributes(item: object) -> list[object]:
+    """The values of ``item``'s instance attributes, from its ``__dict__`` and its slots."""
+    values = list(getattr(item, "__dict__", {}).values())
+    for cls in type(item).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and hasattr(item, name):
+                values.append(getattr(item, name))
+    return values
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:

@@ -15,6 +15,7 @@ BENCHMARKS = {
     "ab": "head-to-head of two trained models (training A/B runs)",
     "slope": "a training run's snapshots against a fixed pool of references",
     "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
+    "tree_memory": "search-tree bytes per node and process RSS growth against a memory budget (chess, go9)",
 }
 
 

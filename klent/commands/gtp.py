@@ -1,4 +1,4 @@
-"""`klent gtp [--model PATH] [--mode reactive|search|td|dyna2] [--simulations N] [--time S]`: Go over GTP.
+"""`klent gtp [--model PATH] [--mode reactive|search|td|dyna2] [--simulations N] [--time S] [--memory MB]`: Go over GTP.
 
 Speaks GTP 2 plus the KGS and Leela Zero / KataGo analysis extensions on stdin/stdout (GUIs
 such as Sabaki, Lizzie and GoGui, gtp2ogs, kgsGtp, GNU Go as an opponent).  Startup imports
@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default: weights/go<N>-td.npz for each board size N)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
+    parser.add_argument("--memory", type=int, default=None,
+                        help="MB the search tree may take, in moves and in lz-analyze/kata-analyze, which "
+                        "then stop growing it (default: 768, as UCI's Hash)")
     parser.add_argument("--gumbel-scale", type=float, default=0.0,
                         help="root Gumbel noise of the search (0: the strongest, deterministic choice; "
                         "1: as varied as self-play), so that games against a deterministic opponent "
@@ -50,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `klent gtp --help` answers without loading onnxruntime and numba.
-    from engine.player import DEFAULT_WEIGHTS_DIR, PlayOptions
+    from engine.player import DEFAULT_MEMORY_MB, DEFAULT_WEIGHTS_DIR, PlayOptions
     from protocols.gtp import GtpConfig, GtpEngine
 
     if args.model is not None and not Path(args.model).is_file():
@@ -63,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"no Dyna-2 weights file {args.td_weights!r}")
     if args.simulations < 1:
         raise CommandError("--simulations must be >= 1")
+    if args.memory is not None and args.memory < 1:
+        raise CommandError("--memory must be >= 1 MB")
     if args.time is not None and args.time <= 0:
         raise CommandError("--time must be > 0 seconds")
     if not 0 <= args.gumbel_scale <= 10:
@@ -75,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         model=None if args.model is None else Path(args.model),
         weights_dir=Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR,
         options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
-                            gumbel_scale=args.gumbel_scale),
+                            gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,
