@@ -27,7 +27,7 @@ from pydantic import Field, ValidationError
 
 import engine.games
 from engine.games.base import Game
-from training import klent
+from training import gateau, klent
 from training.distill import DistillConfig
 from training.nets import NetConfig
 from training.selfplay import SelfPlayConfig
@@ -46,7 +46,7 @@ PRECISIONS: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.
 
 # The tables of a config file, and the keys of [net] (TrainConfig holds them at its top level).
 SECTIONS = ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval", "distill")
-NET_KEYS = ("blocks", "channels", "heads", "ownership_head", "score_head", "global_pooling")
+NET_KEYS = ("architecture", "blocks", "channels", "heads", "ownership_head", "score_head", "global_pooling")
 KLENT_KEYS = ("alpha", "beta", "lam")
 
 
@@ -113,6 +113,7 @@ class TrainConfig:
     iterations: Annotated[Int, Field(ge=1)] = 100  # default stop when neither --iterations nor --minutes is given
     export_every: Annotated[Int, Field(ge=1)] = 1  # latest.onnx every n iterations (always when self-play uses ONNX)
     keep_every: Annotated[Int, Field(ge=0)] = 0  # also keep a copy in snapshots/ every n iterations (0: never)
+    architecture: Str = "resnet"  # "resnet" (training.nets.KlentNet) or "gateau" (training.gateau, chess variants)
     blocks: Annotated[Int, Field(ge=0)] = 6
     channels: Annotated[Int, Field(ge=1)] = 64
     heads: Str = "fc"  # action heads: "fc" (any game) or "conv" (games with Game.action_planes)
@@ -142,7 +143,9 @@ class TrainConfig:
         if self.algo != "klent" and self.selfplay.resign_threshold > 0:
             raise ValueError("selfplay.resign_threshold is a KLENT option (gumbel-az never resigns)")
         self.gumbel_az_config()
-        self.make_game()
+        game = self.make_game()
+        if self.architecture == "gateau":
+            gateau.rules_of(game)  # a graph network for a game without a move graph fails now
 
     def klent_config(self) -> klent.KlentConfig:
         return dataclasses.replace(klent.PRESETS[self.preset], **self.klent_overrides)

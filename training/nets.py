@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -42,6 +42,12 @@ import engine.games
 from engine.files import atomic_target
 from engine.games.base import Game
 from engine.network import ModelMismatchError
+
+if TYPE_CHECKING:
+    from training.gateau import GateauNet
+
+# Network families: "resnet" is `KlentNet`, "gateau" the graph network of `training.gateau`.
+ARCHITECTURES = ("resnet", "gateau")
 
 # Planes of the 1x1 convolution that opens each action head (AlphaZero's policy head uses 2).
 ACTION_HEAD_PLANES = 2
@@ -55,7 +61,12 @@ _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 
 @dataclass(frozen=True)
 class NetConfig:
-    """Size and heads of a `KlentNet`.  The paper uses 6 blocks x 128 channels."""
+    """Size and heads of a `KlentNet`.  The paper uses 6 blocks x 128 channels.
+
+    ``architecture = "gateau"`` builds AlphaGateau (`training.gateau.GateauNet`) instead, for
+    chess variants: ``blocks`` residual GATEAU blocks of ``channels`` features per node and
+    edge, with the same policy, action-value and state-value heads read off the graph.
+    """
 
     blocks: int = 6
     channels: int = 64
@@ -67,8 +78,18 @@ class NetConfig:
     ownership_head: bool = False  # each point's final owner, [B, H, W] (Go)
     score_head: bool = False  # the final score in points, [B] (Go)
     global_pooling: bool = False  # every second residual block is a `GlobalPoolBlock`
+    architecture: str = "resnet"  # one of ARCHITECTURES (last: callers pass the sizes by position)
 
     def __post_init__(self) -> None:
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"network architecture is one of {', '.join(ARCHITECTURES)}, not {self.architecture!r}")
+        if self.architecture == "gateau" and (
+            self.heads != "fc" or self.ownership_head or self.score_head or self.global_pooling
+        ):
+            # Its heads read edges and nodes; Go's dense heads and KataGo's pooling are ResNet parts.
+            raise ValueError(
+                "the gateau network has its own heads: no heads, ownership, score or global pooling settings"
+            )
         if self.heads not in ("fc", "conv"):
             raise ValueError(f"network heads are 'fc' or 'conv', not {self.heads!r}")
         if self.blocks < 0 or self.channels < 1:
@@ -80,8 +101,8 @@ class NetConfig:
     @property
     def arch(self) -> str:
         """Short architecture name stored in model files, e.g. ``"resnet-6x64"``
-        (``"resnet-6x64-conv"`` with convolutional action heads)."""
-        return (f"resnet-{self.blocks}x{self.channels}" + ("-conv" if self.heads == "conv" else "")
+        (``"resnet-6x64-conv"`` with convolutional action heads, ``"gateau-6x64"`` for AlphaGateau)."""
+        return (f"{self.architecture}-{self.blocks}x{self.channels}" + ("-conv" if self.heads == "conv" else "")
                 + ("-gpool" if self.global_pooling else ""))
 
     @classmethod
@@ -269,8 +290,12 @@ class KlentNet(nn.Module):
         )
 
 
-def build_net(game: Game, config: NetConfig) -> KlentNet:
-    """A freshly initialised network shaped for ``game``."""
+def build_net(game: Game, config: NetConfig) -> KlentNet | GateauNet:
+    """A freshly initialised network shaped for ``game``, of ``config.architecture``."""
+    if config.architecture == "gateau":
+        from training.gateau import GateauNet  # it builds on this module's NetConfig and NetOutputs
+
+        return GateauNet(game, config)
     return KlentNet(game.observation_shape, game.num_actions, config, game.action_planes)
 
 
@@ -283,7 +308,7 @@ def count_parameters(model: nn.Module) -> int:
 class Checkpoint:
     """A loaded checkpoint: the network, its game and settings, and the caller's other keys."""
 
-    model: KlentNet
+    model: KlentNet | GateauNet
     game: Game
     config: NetConfig
     extra: dict[str, Any]
@@ -294,7 +319,7 @@ class CheckpointError(ValueError):
 
 
 def save_checkpoint(
-    path: str | Path, model: KlentNet, game: Game, config: NetConfig, /, **extra: Any
+    path: str | Path, model: KlentNet | GateauNet, game: Game, config: NetConfig, /, **extra: Any
 ) -> None:
     """Write ``model`` (and ``extra``: optimizer state, counters, ...) to ``path`` atomically.
 
