@@ -38,7 +38,7 @@ from engine.games.go import GoGame, GoState
 from engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from engine.network import Evaluator, ModelInfo, OnnxEvaluator, default_threads, read_model_info
 from engine.resign import ResignTracker
-from engine.search.gumbel import GumbelConfig, search, warm_up
+from engine.search.gumbel import GumbelConfig, _UniformEvaluator, search, warm_up
 from engine.search.limits import SearchLimits
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
@@ -272,6 +272,17 @@ class Player:
         if not path.is_file():
             raise FileNotFoundError(f"no model for {game.name}: {path} does not exist")
         return cls(OnnxEvaluator(path, game=game, threads=threads), options=options, seed=seed)
+
+    @classmethod
+    def without_model(cls, game: Game, options: PlayOptions = PlayOptions(), seed: int | None = None) -> Player:
+        """A player for a game that has no model yet: its search sees a uniform policy and a
+        value of 0 wherever the game goes on, so only the game ends within its reach guide it.
+
+        Weak, but it plays legal moves and takes (or avoids) a mate in sight, which is what a
+        front end needs to stay in a game (a UCI GUI switching to a variant that ships no
+        model) rather than having no move to give.
+        """
+        return cls(_UniformEvaluator(game), options=options, seed=seed)
 
     @property
     def state(self) -> State:

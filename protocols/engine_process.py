@@ -1,9 +1,11 @@
-"""A GTP engine running in a subprocess, driven command by command with time limits.
+"""Engines running in subprocesses, driven command by command with time limits.
 
-`klent match` plays engines given as command lines and uses GNU Go as the referee; each of
-them is a `GtpProcess`.  A reader thread turns the engine's stdout into a queue of lines, so
-that waiting for a reply can time out (an engine that hangs loses the game instead of hanging
-the match) and a crashed engine is reported as such instead of as an empty reply.
+`klent match` plays engines given as command lines: GTP engines (and GNU Go, the referee of
+Go) as `GtpProcess`, UCI engines playing a variant our rules judge (Gardner chess and Animal
+Shogi against Fairy-Stockfish) as `UciProcess`.  A reader thread turns the engine's stdout
+into a queue of lines, so that waiting for a reply can time out (an engine that hangs loses
+the game instead of hanging the match) and a crashed engine is reported as such instead of as
+an empty reply.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
-from typing import IO
+from collections.abc import Mapping, Sequence
+from typing import IO, TypeVar
 
 STARTUP_TIMEOUT = 120.0  # seconds for the first reply: engines load their networks at start
+P = TypeVar("P", bound="EngineProcess")
 
 
 class EngineError(Exception):
@@ -40,12 +43,13 @@ class GtpFailure(EngineError):
         self.message = message
 
 
-class GtpProcess:
-    """One GTP engine subprocess.
+class EngineProcess:
+    """One engine subprocess and the lines it writes.
 
     ``command`` is a shell-like command line (split with `shlex`) or an argument list.  The
     engine's stderr goes to ``stderr`` (a file object; by default it is discarded, because
-    engines chat on stderr and a full pipe would block them).
+    engines chat on stderr and a full pipe would block them).  The first wait of a session
+    lasts at least `STARTUP_TIMEOUT`: engines load their networks then.
     """
 
     def __init__(self, command: str | Sequence[str], stderr: IO[str] | None = None) -> None:
@@ -77,15 +81,11 @@ class GtpProcess:
             self._lines.put(line.rstrip("\r\n"))
         self._lines.put(None)  # end of output: the engine exited or closed stdout
 
-    def send(self, command: str, timeout: float | None = 60.0) -> str:
-        """Send ``command`` and return the reply text (without the ``=``).
-
-        Raises `GtpFailure` on a ``?`` reply, `EngineTimeout` when no complete reply arrives
-        within ``timeout`` seconds (the first command of a session gets at least
-        `STARTUP_TIMEOUT`), and `EngineCrashed` when the process is gone.
-        """
-        if not self._started:
-            timeout = None if timeout is None else max(timeout, STARTUP_TIMEOUT)
+    def _write(self, command: str, timeout: float | None) -> float | None:
+        """Send one command line; returns the deadline of its answer (None: no limit), the
+        first answer of the session waited for getting at least `STARTUP_TIMEOUT`."""
+        if timeout is not None and not self._started:
+            timeout = max(timeout, STARTUP_TIMEOUT)
             self._started = True
         assert self.process.stdin is not None
         try:
@@ -93,22 +93,7 @@ class GtpProcess:
             self.process.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise EngineCrashed(f"{self.command!r} exited (status {self.process.poll()})") from None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        reply: list[str] = []
-        while True:
-            line = self._next_line(command, deadline)
-            if not reply:
-                if not line.startswith(("=", "?")):
-                    continue  # noise before the reply (some engines print banners)
-                reply.append(line)
-            elif line.strip() == "":
-                break
-            else:
-                reply.append(line)
-        head, text = reply[0], "\n".join([reply[0][1:].lstrip("0123456789"), *reply[1:]]).strip()
-        if head.startswith("?"):
-            raise GtpFailure(command, text)
-        return text
+        return None if timeout is None else time.monotonic() + timeout
 
     def _next_line(self, command: str, deadline: float | None) -> str:
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -127,7 +112,7 @@ class GtpProcess:
         if self.process.poll() is None:
             self._started = True  # no start-up grace for a goodbye
             try:
-                self.send("quit", timeout=timeout)
+                self._write("quit", timeout)
             except EngineError:
                 pass
             try:
@@ -142,8 +127,90 @@ class GtpProcess:
                 except OSError:
                     pass
 
-    def __enter__(self) -> GtpProcess:
+    def __enter__(self: P) -> P:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class GtpProcess(EngineProcess):
+    """One GTP engine subprocess: `send` a command, get its reply."""
+
+    def send(self, command: str, timeout: float | None = 60.0) -> str:
+        """Send ``command`` and return the reply text (without the ``=``).
+
+        Raises `GtpFailure` on a ``?`` reply, `EngineTimeout` when no complete reply arrives
+        within ``timeout`` seconds (the first command of a session gets at least
+        `STARTUP_TIMEOUT`), and `EngineCrashed` when the process is gone.
+        """
+        deadline = self._write(command, timeout)
+        reply: list[str] = []
+        while True:
+            line = self._next_line(command, deadline)
+            if not reply:
+                if not line.startswith(("=", "?")):
+                    continue  # noise before the reply (some engines print banners)
+                reply.append(line)
+            elif line.strip() == "":
+                break
+            else:
+                reply.append(line)
+        head, text = reply[0], "\n".join([reply[0][1:].lstrip("0123456789"), *reply[1:]]).strip()
+        if head.startswith("?"):
+            raise GtpFailure(command, text)
+        return text
+
+
+class UciProcess(EngineProcess):
+    """One UCI engine subprocess: the handshake, options, and one ``bestmove`` per `best_move`.
+
+    UCI engines answer a bad option or position with an ``info string`` at most, or not at
+    all, so `start` checks the options against the engine's ``uci`` declarations (an option
+    the engine lacks, a combo value it does not list, is an `EngineError` before any game),
+    and the caller judges the moves by its own rules.
+    """
+
+    def start(self, options: Mapping[str, str], timeout: float = 60.0) -> str:
+        """``uci``, the ``options`` (name: value), ``isready``; returns the engine's name."""
+        declared: dict[str, list[str]] = {}  # option name (lower case) -> its combo values
+        name = ""
+        for line in self.ask("uci", "uciok", timeout):
+            if line.startswith("id name "):
+                name = line[len("id name "):].strip()
+            elif line.startswith("option name "):
+                option, _, kind = line[len("option name "):].partition(" type ")
+                declared[option.strip().lower()] = [value.lower() for value in kind.split(" var ")[1:]]
+        for option, value in options.items():
+            choices = declared.get(option.lower())
+            if choices is None:
+                raise EngineError(f"{self.command!r} has no option {option!r}")
+            if choices and value.lower() not in choices:
+                raise EngineError(f"{self.command!r} does not offer {option} {value!r}")
+            self.tell(f"setoption name {option} value {value}")
+        self.new_game(timeout)
+        return name or self.argv[0]
+
+    def new_game(self, timeout: float = 60.0) -> None:
+        """``ucinewgame``, then wait until the engine is ready."""
+        self.tell("ucinewgame")
+        self.ask("isready", "readyok", timeout)
+
+    def best_move(self, position: str, go: str, timeout: float | None) -> str:
+        """Send ``position`` and ``go``; the move of the ``bestmove`` answer, as written."""
+        self.tell(position)
+        words = self.ask(go, "bestmove", timeout)[-1].split()
+        return words[1] if len(words) > 1 else ""
+
+    def tell(self, command: str) -> None:
+        """Send a command that has no answer (``setoption``, ``position``)."""
+        self._write(command, None)
+
+    def ask(self, command: str, answer: str, timeout: float | None) -> list[str]:
+        """Send ``command``; the lines it prints up to the first that starts with the word
+        ``answer`` (``info`` lines included)."""
+        deadline = self._write(command, timeout)
+        lines: list[str] = []
+        while not (lines and lines[-1].split()[:1] == [answer]):
+            lines.append(self._next_line(command, deadline))
+        return lines

@@ -1,7 +1,8 @@
-"""Matches between two engines given as command lines: GTP engines for Go, UCI for chess.
+"""Matches between two engines given as command lines: GTP engines for Go, UCI for chess,
+Gardner chess and Animal Shogi.
 
 `run_match` plays ``games`` games, the engines taking the first move in turn (engine 1 starts
-game 1).  Every game is written as a record (SGF for Go, PGN for chess) in the output folder,
+game 1).  Every game is written as a record (SGF for Go, PGN otherwise) in the output folder,
 one JSON line per finished game goes to ``games.jsonl``, and the summary (from engine 1's
 view: wins, losses, draws, win rate with its Wilson 95% interval, Elo difference) to
 ``summary.json``.
@@ -19,6 +20,11 @@ Rules of the arena:
   ``Limit(time=T)``).  A crashed engine is restarted for the next game.
 * Chess results come from the rules (python-chess, draws by threefold repetition and the
   50-move rule claimed); a game reaching the move cap is adjudicated a draw.
+* Gardner chess and Animal Shogi are Fairy-Stockfish's variants ``gardner`` and ``dobutsu``:
+  both engines are set to the variant (``setoption name UCI_Variant``, an engine that does
+  not offer it cannot play), and our rules (`engine.games.gardner`, `engine.games.animal_shogi`,
+  with the draws Fairy-Stockfish leaves to the arbiter: repetition, the fifty-move rule, the
+  move cap) judge every move and end the game.  The records are PGN with the moves in UCI text.
 
 Two engines that choose their moves deterministically replay the same game whenever they meet
 with the same colours, and a Wilson interval over such repeats claims more than the games show.
@@ -41,16 +47,26 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import engine.games
 from engine.files import write_text_atomically
 from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.board_games import PieceState
 from engine.games.go import GoGame
 from engine.games.sgf import write_sgf
-from protocols.engine_process import EngineCrashed, EngineError, EngineTimeout, GtpFailure, GtpProcess
+from protocols.engine_process import (
+    EngineCrashed,
+    EngineError,
+    EngineProcess,
+    EngineTimeout,
+    GtpFailure,
+    GtpProcess,
+    UciProcess,
+)
 from protocols.go_text import score_points
 from protocols.match_stats import MatchSummary
+from protocols.uci import uci_variant
 
 if TYPE_CHECKING:
     import chess.engine
@@ -58,6 +74,7 @@ if TYPE_CHECKING:
     from engine.games.chess import ChessState
 
 DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
+E = TypeVar("E", bound=EngineProcess)
 
 
 @dataclass(frozen=True)
@@ -140,7 +157,13 @@ def run_match(
     config.out.mkdir(parents=True, exist_ok=True)
     results = list(previous or [])
     log_path = config.out / "games.jsonl"
-    play = _ChessArena(config) if config.game == "chess" else _GoArena(config)  # may refuse an engine
+    play: _ChessArena | _VariantArena | _GoArena  # each may refuse an engine
+    if config.game == "chess":
+        play = _ChessArena(config)
+    elif uci_variant(config.game) is not None:
+        play = _VariantArena(config)
+    else:
+        play = _GoArena(config)
     if not results:
         log_path.write_text("")
     try:
@@ -358,27 +381,56 @@ def _reasons(results: list[GameResult]) -> dict[str, int]:
 # --- Go ---------------------------------------------------------------------------------------
 
 
-class _GoArena:
-    """Two GTP engines and the referee, kept across games (restarted after a crash)."""
+class _ProcessArena(Generic[E]):
+    """Two engines as our own protocol processes, each started on first use, kept across
+    games and restarted after it failed, its stderr appended to ``engine<N>.stderr.log``."""
 
     def __init__(self, config: MatchConfig) -> None:
         self.config = config
+        self.logs = [open(config.out / f"engine{i + 1}.stderr.log", "a", encoding="utf-8") for i in (0, 1)]
+        self.engines: list[E | None] = [None, None]
+
+    def _start(self, who: int) -> E:
+        """A new process of engine ``who``, ready to play."""
+        raise NotImplementedError
+
+    def _engine(self, who: int) -> E:
+        process = self.engines[who]
+        if process is None or process.process.poll() is not None:
+            process = self.engines[who] = self._start(who)
+        return process
+
+    def _drop(self, who: int) -> None:
+        """Stop an engine that failed (it may still be thinking); the next game restarts it."""
+        process = self.engines[who]
+        self.engines[who] = None
+        if process is not None:
+            process.process.kill()
+            process.close(timeout=1.0)
+
+    def close(self) -> None:
+        for process in self.engines:
+            if process is not None:
+                process.close()
+        for log in self.logs:
+            log.close()
+
+
+class _GoArena(_ProcessArena[GtpProcess]):
+    """Two GTP engines and the referee, kept across games (restarted after a crash)."""
+
+    def __init__(self, config: MatchConfig) -> None:
         rules = engine.games.get(config.game, komi=config.komi)
         if not isinstance(rules, GoGame):
             raise ValueError(f"{config.game!r} is not a Go game")
+        super().__init__(config)
         # The match's move cap is the game's, so a capped game is an ordinary truncated one.
         self.rules = rules if config.max_moves is None else GoGame(rules.size, rules.komi, config.max_moves)
-        self.logs = [open(config.out / f"engine{i + 1}.stderr.log", "a", encoding="utf-8") for i in (0, 1)]
-        self.engines: list[GtpProcess | None] = [None, None]
         self.referee = GtpProcess(config.referee)
         self.names = [self._name(i) for i in (0, 1)]
 
-    def _engine(self, who: int) -> GtpProcess:
-        process = self.engines[who]
-        if process is None or process.process.poll() is not None:
-            process = GtpProcess(self.config.engines[who], stderr=self.logs[who])
-            self.engines[who] = process
-        return process
+    def _start(self, who: int) -> GtpProcess:
+        return GtpProcess(self.config.engines[who], stderr=self.logs[who])
 
     def _name(self, who: int) -> str:
         try:
@@ -392,20 +444,9 @@ class _GoArena:
         except EngineError:
             return f"engine{who + 1}"
 
-    def _drop(self, who: int) -> None:
-        """Stop an engine that failed (it may still be thinking); the next game restarts it."""
-        process = self.engines[who]
-        self.engines[who] = None
-        if process is not None:
-            process.process.kill()
-            process.close(timeout=1.0)
-
     def close(self) -> None:
-        for process in [*self.engines, self.referee]:
-            if process is not None:
-                process.close()
-        for log in self.logs:
-            log.close()
+        super().close()
+        self.referee.close()
 
     def game(self, index: int) -> GameResult:
         config = self.config
@@ -514,6 +555,92 @@ class _GoArena:
 
 def _short(error: Exception) -> str:
     return str(error).splitlines()[0][:200]
+
+
+# --- Fairy-Stockfish's variants ---------------------------------------------------------------
+
+
+class _VariantArena(_ProcessArena[UciProcess]):
+    """Two UCI engines playing Gardner chess or Animal Shogi, which python-chess has no rules
+    for: our rules judge the moves, and each engine is told the whole game at every move
+    (``position startpos moves ...``, then ``go movetime``)."""
+
+    def __init__(self, config: MatchConfig) -> None:
+        super().__init__(config)
+        caps = {} if config.max_moves is None else {"max_moves": config.max_moves}
+        self.rules = engine.games.get(config.game, **caps)
+        variant = uci_variant(config.game)
+        if variant is None:
+            raise ValueError(f"{config.game!r} is no UCI variant")
+        self.variant = variant
+        self.move_time = config.time_per_move or 1.0
+        self.names = [f"engine{who + 1}" for who in (0, 1)]
+        for who in (0, 1):
+            try:
+                self._engine(who)  # an engine without the variant or an option fails before any game
+            except EngineError as error:
+                self.close()
+                raise EngineError(f"engine {who + 1}: {error}") from None
+
+    def _start(self, who: int) -> UciProcess:
+        process = UciProcess(self.config.engines[who], stderr=self.logs[who])
+        try:
+            self.names[who] = process.start({**self.config.uci_options[who], "UCI_Variant": self.variant})
+        except EngineError:
+            process.close(timeout=1.0)
+            raise
+        return process
+
+    def game(self, index: int) -> GameResult:
+        config = self.config
+        first = index % 2
+        seat = (first, 1 - first)  # seat[colour] = engine index; colour 0 moves first
+        clock = _Clock()
+        opening = config.opening(index)
+        moves = [] if opening is None else opening[1].split()
+        state = self.rules.initial_state()
+        for text in moves:
+            state = state.play(self.rules.text_to_action(state, text))
+
+        def finish(winner: int | None, reason: str) -> GameResult:
+            result = "1/2-1/2" if winner is None else "1-0" if winner == seat[0] else "0-1"
+            tags = {"Event": "klent match", "Round": str(index + 1), "Variant": self.variant,
+                    "White": self.names[seat[0]], "Black": self.names[seat[1]], "Result": result,
+                    "Termination": reason}
+            numbered = (f"{i // 2 + 1}. {move}" if i % 2 == 0 else move for i, move in enumerate(moves))
+            name = f"game-{index + 1:03d}.pgn"
+            text = "".join('[{} "{}"]\n'.format(tag, str(value).replace('"', "'")) for tag, value in tags.items())
+            write_text_atomically(config.out / name, f"{text}\n{' '.join([*numbered, result])}\n")
+            return GameResult(index + 1, first, winner, reason, result, len(moves), name, clock.per_move(),
+                              game_digest(first, moves), None if opening is None else opening[0])
+
+        for who in (0, 1):
+            try:
+                self._engine(who).new_game()
+            except EngineError as error:
+                self._drop(who)
+                return finish(1 - who, f"setup failed: {_short(error)}")
+        go = f"go movetime {round(self.move_time * 1000)}"
+        while not state.is_terminal:
+            who = seat[state.to_play]
+            start = time.monotonic()
+            try:
+                position = "position startpos" + (" moves " + " ".join(moves) if moves else "")
+                reply = self._engine(who).best_move(position, go, timeout=self.move_time + config.grace)
+            except EngineError as error:
+                self._drop(who)
+                return finish(1 - who, "timeout" if isinstance(error, EngineTimeout) else "crash")
+            clock.add(who, time.monotonic() - start)
+            try:
+                state = state.play(self.rules.text_to_action(state, reply))
+            except (GameFormatError, IllegalMoveError):
+                return finish(1 - who, f"illegal move {reply!r}")
+            moves.append(reply)
+        assert isinstance(state, PieceState)
+        outcome = state.outcome()
+        winner = None if outcome == 0 else seat[0] if outcome > 0 else seat[1]
+        reason = "move cap (adjudicated draw)" if state.is_truncated else str(state.termination).replace("_", " ")
+        return finish(winner, reason)
 
 
 # --- chess ------------------------------------------------------------------------------------

@@ -11,6 +11,14 @@ the GUI sends can end the process: a malformed or unknown command is answered wi
 ``info string <reason>`` and the engine keeps its state (an illegal move in ``position`` keeps
 the previous position).
 
+Beside chess it plays Gardner chess and Animal Shogi, chosen as Fairy-Stockfish chooses its
+variants, by ``setoption name UCI_Variant value gardner`` (or ``dobutsu``), in Fairy-Stockfish's
+FENs and move text (the games' own notation: "a4a5q", "b3b4+", "C@b2"), so that GUIs and
+``klent match`` can pit klent against Fairy-Stockfish there.  A switch starts from the
+variant's initial position and, unless another model was chosen, loads its shipped model
+(``weights/<game>.onnx``); a game with no model file plays by the rules alone
+(`engine.player.Player.without_model`), which an ``info string`` says.
+
 How a ``go`` is searched (all through `engine.player.Player.decide` and ``analyse``):
 
 * a time budget comes from ``movetime`` (minus ``Move Overhead``) and from the clock
@@ -53,10 +61,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Literal, TextIO
 
-from engine.games.base import GameFormatError, IllegalMoveError, State
+from engine.games.animal_shogi import AnimalShogiGame
+from engine.games.base import FenGame, GameFormatError, IllegalMoveError, State
 from engine.games.chess import ChessGame
+from engine.games.gardner import GardnerGame
 from engine.player import (
     DEFAULT_MEMORY_MB,
+    DEFAULT_WEIGHTS_DIR,
     Decision,
     Player,
     PlayOptions,
@@ -73,6 +84,20 @@ MAX_CENTIPAWNS = 12_800  # |cp| of a certain win; mate scores are reported as `m
 QUIT_JOIN_SECONDS = 5.0
 
 Kind = Literal["check", "spin", "combo", "string"]
+
+# The games `klent uci` plays, by the UCI_Variant names Fairy-Stockfish gives them, each made
+# without the rules a GUI applies itself (move cap, draw claims, repetition): the GUI ends
+# games, the engine only has to know the moves.
+UCI_VARIANTS: dict[str, Callable[[], FenGame]] = {
+    "chess": lambda: ChessGame(max_moves=None, claim_draws=False),
+    "gardner": lambda: GardnerGame(max_moves=None, claim_draws=False),
+    "dobutsu": lambda: AnimalShogiGame(max_moves=None, repetition_rule=False),
+}
+
+
+def uci_variant(game_id: str) -> str | None:
+    """The UCI_Variant name of the klent game ``game_id``; None for a game UCI does not play."""
+    return next((variant for variant, make in UCI_VARIANTS.items() if make().name == game_id), None)
 
 
 @dataclass(frozen=True)
@@ -128,6 +153,7 @@ def uci_options(model: str) -> list[UciOption]:
         UciOption("SearchMode", "combo", "gumbel", choices=("gumbel", "reactive")),
         UciOption("Simulations", "spin", 0, 0, MAX_SIMULATIONS),
         UciOption("Hash", "spin", DEFAULT_MEMORY_MB, 1, 1 << 20),
+        UciOption("UCI_Variant", "combo", "chess", choices=tuple(UCI_VARIANTS)),
     ]
 
 
@@ -270,19 +296,26 @@ class _Job:
 
 
 class UciEngine:
-    """A UCI chess engine over one `Player`; `run` serves a command stream until ``quit``."""
+    """A UCI engine over one `Player`; `run` serves a command stream until ``quit``.
+
+    ``weights_dir`` holds the shipped models, ``<game>.onnx``.  While ``ModelFile`` names the
+    shipped model of the game being played, a variant switch makes it name the new game's; a
+    model given as ``model`` or set through ``ModelFile`` stays.
+    """
 
     def __init__(self, output: TextIO, model: str | Path | None = None,
-                 name: str = "klent", author: str = "the klent authors") -> None:
+                 name: str = "klent", author: str = "the klent authors",
+                 weights_dir: str | Path = DEFAULT_WEIGHTS_DIR) -> None:
         self.output = output
         self.name = name
         self.author = author
-        self.game = ChessGame(max_moves=None, claim_draws=False)  # the GUI ends games, not we
-        default_model = str(model) if model is not None else str(model_path_for(self.game))
+        self.weights_dir = weights_dir
+        self.game: FenGame = UCI_VARIANTS["chess"]()
+        default_model = str(model) if model is not None else str(model_path_for(self.game, weights_dir))
         self.options = {option.name.lower(): option for option in uci_options(default_model)}
         self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}
         self._player: Player | None = None
-        self._player_key: tuple[str, int] | None = None
+        self._player_key: tuple[str, str, int] | None = None
         self._position_key = "startpos"
         self._initial: State = self.game.initial_state()
         self._actions: list[int] = []
@@ -393,6 +426,20 @@ class UciEngine:
             self.values[option.name.lower()] = option.parse(value)
         except ValueError as error:
             self._info(f"setoption: {error}; unchanged")
+            return
+        if option.name == "UCI_Variant":
+            self._switch_variant(str(self.values["uci_variant"]))
+
+    def _switch_variant(self, variant: str) -> None:
+        """Play ``variant`` from its initial position on, with its shipped model unless another
+        model was chosen; a missing model is reported now rather than at the first ``go``."""
+        shipped = self.values["modelfile"] == self._shipped_model()
+        self.game = UCI_VARIANTS[variant]()
+        self._ucinewgame([])
+        if shipped:
+            self.values["modelfile"] = self._shipped_model()
+        if not Path(str(self.values["modelfile"])).is_file():
+            self._load_player()
 
     def _ucinewgame(self, args: list[str]) -> None:
         # A fresh initial state: the player drops its search tree of the previous game.
@@ -512,19 +559,35 @@ class UciEngine:
             hash_mb=int(self.values["hash"]),
         )
 
+    def _shipped_model(self) -> str:
+        return str(model_path_for(self.game, self.weights_dir))
+
     def _load_player(self) -> Player | None:
-        """The player for the current ModelFile and Threads, loading it when they changed."""
-        key = (str(self.values["modelfile"]), int(self.values["threads"]))
+        """The player for the current game, ModelFile and Threads, loading it when they changed.
+
+        A chosen model that cannot be loaded leaves no player (``go`` answers ``bestmove
+        (none)`` until the GUI fixes the option); a game without a shipped model gets a player
+        that searches by the rules alone, so that a GUI can still play it.
+        """
+        model = str(self.values["modelfile"])
+        key = (self.game.name, model, int(self.values["threads"]))
         if self._player is not None and self._player_key == key:
             return self._player
         self._player, self._player_key = None, None
-        if not key[0]:
-            self._info("no model: set the ModelFile option to a chess .onnx model")
+        if not model:
+            self._info(f"no model: set the ModelFile option to an .onnx model for {self.game.name}")
             return None
         try:
-            self._player = Player.load(self.game, model=key[0], threads=key[1])
+            self._player = Player.load(self.game, model=model, threads=key[2])
+        except FileNotFoundError as error:
+            if model != self._shipped_model():
+                self._info(f"cannot load model {model}: {error}")
+                return None
+            self._info(f"{error}; playing by the rules alone (no network) until the ModelFile option "
+                       f"names an .onnx model for {self.game.name}")
+            self._player = Player.without_model(self.game)
         except (OSError, ValueError) as error:
-            self._info(f"cannot load model {key[0]}: {error}")
+            self._info(f"cannot load model {model}: {error}")
             return None
         self._player_key = key
         return self._player

@@ -1,6 +1,8 @@
 """`klent match --engine1 CMD --engine2 CMD --game go9 --games N --out DIR`: play a match.
 
-Go engines speak GTP (GNU Go referees the score), chess engines UCI.  Prints one line per
+Go engines speak GTP (GNU Go referees the score); chess, Gardner chess and Animal Shogi engines
+speak UCI, and for the last two both engines are set to Fairy-Stockfish's variant (``UCI_Variant``
+``gardner`` or ``dobutsu``) without being told.  Prints one line per
 finished game under a progress bar, then the summary from engine 1's view; writes the game
 records, ``games.jsonl`` and ``summary.json`` to ``--out``.  ``--resume`` goes on with an
 interrupted match in ``--out`` from its next game.  ``--openings FILE`` starts the games from
@@ -19,12 +21,14 @@ from klent.cli import CommandError, find_program
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine1", required=True, help="command line of engine 1 (the one the summary is about)")
     parser.add_argument("--engine2", required=True, help="command line of engine 2")
-    parser.add_argument("--game", default="go9", help="go9, go13, go19 (GTP) or chess (UCI); default go9")
+    parser.add_argument("--game", default="go9",
+                        help="go9, go13, go19 (GTP), chess, gardner or animal_shogi (UCI; the last two set "
+                        "UCI_Variant gardner / dobutsu on both engines); default go9")
     parser.add_argument("--games", type=int, default=None,
                         help="number of games, colours alternating (default 2, or 2 per opening with --openings)")
     parser.add_argument("--openings", metavar="FILE",
                         help="start positions, each played twice with colours swapped: chess EPD/FEN lines "
-                        "('FEN [moves e2e4 ...]') or PGN; Go lines of moves ('C3 G7 ...')")
+                        "('FEN [moves e2e4 ...]') or PGN; other games lines of moves ('C3 G7 ...', 'b2b3 c4c3')")
     parser.add_argument("--out", required=True, help="folder for game records and summary.json")
     parser.add_argument("--referee", default=None,
                         help="GTP engine that scores Go games with final_score "
@@ -34,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grace", type=float, default=1.0,
                         help="seconds a move may exceed --time-per-move before it loses (default 1)")
     parser.add_argument("--max-moves", type=int, default=None,
-                        help="moves before adjudication: referee score in Go, draw in chess")
+                        help="moves before adjudication: referee score in Go, draw in the UCI games")
     parser.add_argument("--komi", type=float, default=7.5, help="Go komi (default 7.5)")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the interrupted match in --out (same settings; --games may grow)")
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         run_match,
         score_margin,
     )
+    from protocols.uci import uci_variant
 
     openings: tuple[str, ...] = ()
     if args.openings is not None:
@@ -84,10 +89,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--time-per-move must be > 0")
     if args.max_moves is not None and args.max_moves < 1:
         raise CommandError("--max-moves must be >= 1")
-    if (args.option1 or args.option2) and args.game != "chess":
-        raise CommandError("--option1/--option2 set UCI options: they apply to chess matches only")
-    if args.game != "chess" and not args.game.startswith("go"):
-        raise CommandError(f"--game must be a Go game (go9, go13, go19) or chess, not {args.game!r}")
+    uci = uci_variant(args.game) is not None
+    if (args.option1 or args.option2) and not uci:
+        raise CommandError("--option1/--option2 set UCI options: they apply to UCI games only")
+    if not uci and not args.game.startswith("go"):
+        raise CommandError(f"--game must be a Go game (go9, go13, go19), chess, gardner or animal_shogi, "
+                           f"not {args.game!r}")
     config = MatchConfig(
         engines=(args.engine1, args.engine2),
         game=args.game,

@@ -1,4 +1,5 @@
-"""`klent uci [--model PATH]`: play chess as a UCI engine on stdin/stdout (GUIs, lichess-bot)."""
+"""`klent uci [--model PATH]`: a UCI engine on stdin/stdout (GUIs, lichess-bot, `klent match`):
+chess, and Gardner chess and Animal Shogi through the ``UCI_Variant`` option."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from klent.cli import CommandError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
-        help="chess ONNX model (default: weights/chess.onnx; the ModelFile option changes it)",
+        help="ONNX model, kept whatever UCI_Variant says (default: weights/<game>.onnx of the variant, "
+        "chess to begin with; the ModelFile option changes it)",
     )
 
 
