@@ -19,6 +19,9 @@
 # KLENT_FLAGS adds flags to klent gtp, e.g. KLENT_FLAGS=--all-stones-alive for the end-of-game
 # judgement before the ownership head (the dead-stone measurement's "before", same network).
 #
+# Settings td-N and dyna2-N play TD search / Dyna-2 (weights/go9-td.npz) at N simulated games a
+# move instead of the network (MODEL is then unused), e.g. SETTINGS="td-1000 dyna2-1000".
+#
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
 #
 #   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
@@ -42,17 +45,18 @@ if [ "$JOBS" -gt 1 ]; then threads="--threads 1"; fi
 mkdir -p runs/strength
 
 play_setting() {
-  local setting=$1 play out resume=""
+  local setting=$1 play out resume="" who=$MODEL
   case $setting in
-    reactive) play="--mode reactive" ;;
-    *s) play="--mode search --time ${setting%s} --simulations 1000000 --gumbel-scale $GUMBEL" ;;
-    *) play="--mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
+    reactive) play="--model $MODEL --mode reactive" ;;
+    td-*|dyna2-*) play="--mode ${setting%-*} --simulations ${setting#*-}"; who="TD search, no network" ;;
+    *s) play="--model $MODEL --mode search --time ${setting%s} --simulations 1000000 --gumbel-scale $GUMBEL" ;;
+    *) play="--model $MODEL --mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
   esac
   out=runs/strength/$NAME-$setting-level$LEVEL
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
-  echo "$(date -u +%FT%TZ) $MODEL, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
+  echo "$(date -u +%FT%TZ) $who, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
   .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --out "$out" $resume $openings \
-    --engine1 ".venv/bin/klent gtp --model $MODEL $play $threads --resign-threshold 0 $KLENT_FLAGS" \
+    --engine1 ".venv/bin/klent gtp $play $threads --resign-threshold 0 $KLENT_FLAGS" \
     --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }
