@@ -1,10 +1,12 @@
-"""Torch `KlentNet` -> ONNX model file, the format the engine plays with.
+"""Torch network (`KlentNet`, or `GateauNet` of training/gateau.py) -> ONNX model file, the
+format the engine plays with.
 
 The file has the input, outputs and metadata that `engine.network` defines (DESIGN.md, "Model
 files"): input ``obs`` float32[B, C, H, W] with a dynamic batch axis, outputs
 ``policy_logits``, ``action_values`` and, for a model with those heads, ``state_value``,
 ``ownership`` and ``score``; the
-metadata props ``klent.game``, ``klent.encoder``, ``klent.arch`` and ``klent.training`` (JSON).
+metadata props ``klent.game``, ``klent.encoder``, ``klent.arch`` (`NetConfig.arch`, e.g.
+``resnet-6x64`` or ``gateau-6x64``) and ``klent.training`` (JSON).
 The engine reads the metadata to refuse a model trained for another game or encoder.
 
 The export uses torch's ``torch.export``-based ONNX exporter (the default since torch 2.9; the
@@ -21,6 +23,7 @@ import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
@@ -41,6 +44,9 @@ from engine.network import (
 )
 from training.nets import KlentNet
 
+if TYPE_CHECKING:
+    from training.gateau import GateauNet
+
 # ONNX opset of exported models: new enough for everything the network uses, old enough for
 # every onnxruntime that pyproject.toml allows (>= 1.17 runs opsets up to 20).
 OPSET = 18
@@ -49,7 +55,7 @@ OPSET = 18
 class _PresentOutputs(nn.Module):
     """``KlentNet`` with its absent heads dropped: an ONNX graph cannot output None."""
 
-    def __init__(self, model: KlentNet) -> None:
+    def __init__(self, model: KlentNet | GateauNet) -> None:
         super().__init__()
         self.model = model
 
@@ -57,7 +63,7 @@ class _PresentOutputs(nn.Module):
         return tuple(t for t in self.model(obs) if t is not None)
 
 
-def output_names(model: KlentNet) -> list[str]:
+def output_names(model: KlentNet | GateauNet) -> list[str]:
     """The ONNX output names of ``model``, in the order `KlentNet.forward` returns them."""
     config = model.config
     present = (True, config.action_value_head, config.value_head, config.ownership_head, config.score_head)
@@ -66,7 +72,7 @@ def output_names(model: KlentNet) -> list[str]:
 
 
 def export_onnx(
-    model: KlentNet,
+    model: KlentNet | GateauNet,
     game: Game,
     path: str | Path,
     training_info: dict[str, str] | None = None,
