@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("klent", "engine", "protocols", "server", "training", "benchmarks")
-SHIPPED = ("*.onnx", "*.md", "*.png")
+SHIPPED = ("*.onnx", "*.npz", "*.md", "*.png")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_the_wheel_holds_every_module_and_the_shipped_models(wheel: Path) -> Non
     }
     assert not modules - names, "modules missing from the wheel: list their packages in pyproject.toml"
     shipped = {f"engine/weights/{path.name}" for pattern in SHIPPED for path in (ROOT / "weights").glob(pattern)}
-    assert "engine/weights/go9.onnx" in shipped and shipped <= names
+    assert {"engine/weights/go9.onnx", "engine/weights/go9-td.npz"} <= shipped <= names
     assert not any(name.startswith(("weights/", "engine/weights/training")) for name in names)
     assert {"server/static/index.html", "training/configs/go9_cpu.toml"} <= names
 
