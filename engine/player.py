@@ -38,7 +38,7 @@ from engine.games.go import GoGame, GoState
 from engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from engine.network import Evaluator, ModelInfo, OnnxEvaluator, default_threads, read_model_info
 from engine.resign import ResignTracker
-from engine.search.gumbel import GumbelConfig, _UniformEvaluator, search, warm_up
+from engine.search.gumbel import GumbelConfig, UniformEvaluator, search, warm_up
 from engine.search.limits import SearchLimits
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
@@ -282,7 +282,7 @@ class Player:
         front end needs to stay in a game (a UCI GUI switching to a variant that ships no
         model) rather than having no move to give.
         """
-        return cls(_UniformEvaluator(game), options=options, seed=seed)
+        return cls(UniformEvaluator(game), options=options, seed=seed)
 
     @property
     def state(self) -> State:

@@ -19,7 +19,7 @@ import pytest
 import engine.games
 from engine.player import Decision, Player, PlayOptions
 from engine.search import SearchLimits, search
-from engine.search.gumbel import _UniformEvaluator as UniformEvaluator  # the tree depends on positions only
+from engine.search.gumbel import UniformEvaluator  # the tree depends on positions only
 from engine.search.tree import owned_bytes
 from protocols.gtp import GtpConfig, GtpEngine
 from protocols.uci import UciEngine

@@ -362,8 +362,9 @@ def _chunks(items: list[int], size: int) -> list[list[int]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-class _UniformEvaluator:
-    """Uniform policy, zero values: enough to run every kernel once."""
+class UniformEvaluator:
+    """Uniform policy, zero values: enough to run every kernel once (`warm_up`), and the
+    evaluator of a player whose game has no model yet (`engine.player.Player.without_model`)."""
 
     def __init__(self, game: Game) -> None:
         self.game = game
@@ -383,7 +384,7 @@ def warm_up() -> None:
     a tiny search once per process; later calls return at once.
     """
     game = CountUpGame(target=5, max_step=3)
-    evaluator = _UniformEvaluator(game)
+    evaluator = UniformEvaluator(game)
     first = search(game.initial_state(), evaluator, SearchLimits(simulations=8), rng=np.random.default_rng(0))
     assert first.tree is not None
     child = first.tree.advance([first.action])  # a subtree, copied: the import kernel too
