@@ -18,6 +18,7 @@ from engine.games import chess_kernels
 from engine.games.base import Game, IllegalMoveError, State
 from engine.network import OnnxEvaluator
 from training import klent
+from training.checkpoint import initial_weights
 from training.config import EvalConfig, OptimConfig, load_config
 from training.export import export_onnx
 from training.fitting import fit
@@ -225,6 +226,13 @@ def test_weights_carry_between_boards_and_through_checkpoints(tmp_path: Path) ->
     with torch.no_grad():
         assert torch.equal(loaded.model.eval()(obs).policy_logits, small(obs).policy_logits)
     assert (NODE_FEATURES, EDGE_FEATURES) == (119, 15)
+    # --init: a chess run starts from the Gardner weights (the paper's fine-tuning); a ResNet cannot
+    init = initial_weights(path, games.get("chess"), TINY)
+    assert all(torch.equal(init[k], v) for k, v in state.items())
+    resnet = NetConfig(blocks=1, channels=8)
+    save_checkpoint(tmp_path / "resnet.pt", build_net(games.get("gardner"), resnet), games.get("gardner"), resnet)
+    with pytest.raises(ValueError, match="is a gardner network"):
+        initial_weights(tmp_path / "resnet.pt", games.get("chess"), resnet)
 
 
 def test_the_configs_build_gateau_and_a_resnet_baseline_of_its_size() -> None:

@@ -27,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from engine.games.base import Game
 from training.config import TrainConfig
+from training.gateau import BOARDS
 from training.nets import CheckpointError, KlentNet, NetConfig, load_checkpoint, save_checkpoint
 from training.settings import Float, Int, key_path, one_line, section
 
@@ -146,13 +147,20 @@ def initial_weights(path: str | Path, game: Game, net_config: NetConfig) -> dict
         raise ValueError(f"--init needs the checkpoint.pt that {path} was exported from (an ONNX "
                          "model's batch norms are folded into its convolutions)")
     checkpoint = load_checkpoint(path)
-    if checkpoint.game.name != game.name or checkpoint.game.encoder_version != game.encoder_version:
+    same_game = checkpoint.game.name == game.name and checkpoint.game.encoder_version == game.encoder_version
+    if not same_game and not _transfers_between_boards(checkpoint.game, game, net_config):
         raise ValueError(f"--init {path} is a {checkpoint.game.name} network of encoder version "
                          f"{checkpoint.game.encoder_version}, not {game.name} of version {game.encoder_version}")
     if checkpoint.config != net_config:
         raise ValueError(f"--init {path} is {checkpoint.config.arch} with heads {checkpoint.config}; "
                          f"this run builds {net_config}")
     return checkpoint.model.state_dict()
+
+
+def _transfers_between_boards(trained: Game, run: Game, net_config: NetConfig) -> bool:
+    """Whether a ``trained`` network serves a run on another board: AlphaGateau's do between the
+    chess variants it knows (the paper's Gardner-to-chess fine-tuning)."""
+    return net_config.architecture == "gateau" and trained.name in BOARDS and run.name in BOARDS
 
 
 def remove_stale_temporaries(out: Path) -> list[Path]:
