@@ -126,6 +126,40 @@ class ModelFormatError(ValueError):
     """A file that is not a klent ONNX model (unreadable, or missing the klent metadata)."""
 
 
+# The precisions a player can ask for.  float32 is the model file itself; int8 is its quantized
+# sibling beside it, ``<stem>.int8.onnx`` (`klent quantize MODEL` writes it there by default).
+# A name convention rather than a setting in the model, so that every front end that finds the
+# float32 model (weights/<game>.onnx, --model, the server's folder) finds the int8 one too.
+PRECISIONS = ("float32", "int8")
+
+
+def precision_path(path: str | os.PathLike[str], precision: str) -> str:
+    """Where the ``precision`` version of the float32 model at ``path`` is (it may not exist)."""
+    path = os.fspath(path)
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    return path if precision == "float32" else f"{os.path.splitext(path)[0]}.{precision}.onnx"
+
+
+def model_at_precision(path: str | os.PathLike[str], precision: str) -> str:
+    """The file to play for the float32 model at ``path`` in ``precision`` (`precision_path`).
+
+    FileNotFoundError (one line, with the command that makes it) when the int8 sibling does
+    not exist, `ModelFormatError` when that file is not a quantized model.
+    """
+    path = os.fspath(path)
+    chosen = precision_path(path, precision)
+    if chosen == path:
+        return path
+    if not os.path.isfile(chosen):
+        raise FileNotFoundError(
+            f"no {precision} model for {path}: {chosen} does not exist (`klent quantize {path}` makes it)"
+        )
+    if not read_model_info(chosen).quantization:
+        raise ModelFormatError(f"{chosen} is not a quantized model (`klent quantize {path}` makes one)")
+    return chosen
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What a model file says about itself."""

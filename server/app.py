@@ -40,6 +40,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 
 from engine.games.base import IllegalMoveError
 from engine.player import DEFAULT_WEIGHTS_DIR, Decision, Player, PlayOptions, ShapeWeights, load_td_weights
@@ -89,6 +90,7 @@ class ServerConfig:
     max_batch: int = 64
     batch_wait: float = 0.005
     threads: int | None = None
+    precision: str = "float32"  # "int8": each model's quantized sibling (`server.models`)
     api_keys: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -184,6 +186,7 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
             max_wait=config.batch_wait,
             threads=config.threads,
             observer=metrics.record_batch,
+            precision=config.precision,
         )
     service = _Service(config, registry, metrics)
 
@@ -245,7 +248,10 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
         body, content_type = metrics.exposition(request.headers.get("accept"))
         return Response(body, media_type=content_type)
 
-    api = APIRouter(prefix="/v1", dependencies=[Depends(service.check_key)], tags=["engine"])
+    # The key check only where keys are configured: a dependency costs every request a pass
+    # through FastAPI's dependency solver.
+    guard = [Depends(service.check_key)] if config.api_keys else []
+    api = APIRouter(prefix="/v1", dependencies=guard, tags=["engine"])
 
     @api.get("/models")
     async def models() -> ModelsResponse:
@@ -264,25 +270,28 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
             ]
         )
 
-    @api.post("/{game}/move")
-    async def move(game: str, body: MoveRequest, request: Request) -> MoveResponse:
+    # The engine's answers are built as response models in the worker thread and written as
+    # JSON there by pydantic (`_json`); FastAPI passes a returned Response through as it is,
+    # and the routes name their models (response_model) for the API docs.
+    @api.post("/{game}/move", response_model=MoveResponse)
+    async def move(game: str, body: MoveRequest, request: Request) -> Response:
         """The engine's move in a position, with its evaluation and top moves."""
         model = service.model(game)
         lane = service.cheap if body.mode == "reactive" else service.searches
-        return await service.run(lane, request, lambda stop: service.move(model, body, stop))
+        return await service.run(lane, request, lambda stop: _json(service.move(model, body, stop)))
 
-    @api.post("/{game}/analyze")
-    async def analyze(game: str, body: AnalyzeRequest, request: Request) -> AnalyzeResponse:
+    @api.post("/{game}/analyze", response_model=AnalyzeResponse)
+    async def analyze(game: str, body: AnalyzeRequest, request: Request) -> Response:
         """Every legal move's prior and action value (one network call), and a search if asked."""
         model = service.model(game)
         lane = service.searches if body.search else service.cheap
-        return await service.run(lane, request, lambda stop: service.analyze(model, body, stop))
+        return await service.run(lane, request, lambda stop: _json(service.analyze(model, body, stop)))
 
-    @api.post("/{game}/position")
-    async def position(game: str, body: PositionRequest, request: Request) -> PositionOut:
+    @api.post("/{game}/position", response_model=PositionOut)
+    async def position(game: str, body: PositionRequest, request: Request) -> Response:
         """The board, side to move, legal moves and result of a position (no network call)."""
         model = service.model(game)
-        return await service.run(service.cheap, request, lambda stop: service.position(model, body))
+        return await service.run(service.cheap, request, lambda stop: _json(service.position(model, body)))
 
     app.include_router(api)
     return app
@@ -302,7 +311,10 @@ class _Service:
 
     # --- admission ----------------------------------------------------------------------------
 
-    def check_key(self, request: Request) -> None:
+    async def check_key(self, request: Request) -> None:
+        """401 without a configured key.  A coroutine, though it never awaits: FastAPI runs a
+        plain function dependency in a worker thread, a thread hop per request for a few
+        string comparisons."""
         keys = self.config.api_keys
         if not keys:
             return
@@ -324,18 +336,25 @@ class _Service:
 
     async def run(self, lane: Lane, request: Request, work: Callable[[threading.Event], T]) -> T:
         """Run ``work(stop)`` in a worker thread holding a slot of ``lane`` (503 at once when
-        the lane is full); ``stop`` is set if the client disconnects meanwhile."""
+        the lane is full); for a search, ``stop`` is set if the client disconnects meanwhile.
+
+        Only searches watch for the disconnect: the cheap lane's work (one network call or
+        none) never looks at ``stop``, so a watcher would cost a task and its turns on the
+        event loop for nothing (benchmarks/RESULTS.md, "int8 models": a reactive request's
+        cost outside the network).
+        """
         with lane.slot():
             stop = threading.Event()
             # A plain asyncio task, not a task group: a task group would wrap the work's
             # HTTPException in an ExceptionGroup.  uvicorn and the TestClient run on asyncio.
-            watcher = asyncio.ensure_future(stop_on_disconnect(request, stop))
+            watcher = asyncio.ensure_future(stop_on_disconnect(request, stop)) if lane is self.searches else None
             try:
                 return await anyio.to_thread.run_sync(work, stop, limiter=self.limiter)
             except EvaluatorClosedError:
                 raise HTTPException(503, "server shutting down", headers={"Retry-After": "1"}) from None
             finally:
-                watcher.cancel()
+                if watcher is not None:
+                    watcher.cancel()
 
     # --- the work (worker threads) ------------------------------------------------------------
 
@@ -424,7 +443,10 @@ class _Service:
             player = Player(model.evaluator, options, permanent=permanent)
         except ValueError as error:  # TD search asked of a game that is not Go
             raise HTTPException(422, f"mode: {error}") from None
-        player.set_position(parsed.initial, parsed.actions)
+        # The parsed state itself, not its start and moves again: a fresh player has no tree to
+        # carry over, and the state holds the history the rules and the encoding read, so
+        # replaying the moves a second time would only repeat parse_position's work.
+        player.set_position(parsed.state)
         return player, parsed.state
 
     def _dyna2_weights(self, model: ServedModel) -> ShapeWeights:
@@ -449,6 +471,17 @@ class _Service:
             return player.decide(options, stop=stop)
         except IllegalMoveError as error:  # a position with no legal move
             raise PositionError(str(error)) from None
+
+
+def _json(answer: BaseModel) -> Response:
+    """``answer`` as a JSON response, serialised by pydantic in one step.
+
+    What FastAPI does with a returned model (validate it against the route's response model,
+    turn it into Python lists and dicts, then ``json.dumps`` them) is three passes over the
+    answer on the event loop; ``model_dump_json`` writes the same JSON in one pass, in the
+    worker thread that built the answer.
+    """
+    return Response(answer.model_dump_json(), media_type="application/json")
 
 
 def _search_out(decision: Decision) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """The models the server plays with: one per game id, found in one configured folder.
 
 At start-up the folder is scanned for ``<id>.onnx`` with ``id`` among the game ids klent knows
-(`engine.games.GAME_IDS` and every Go size); each model found is loaded once and wrapped in a
-`server.batching.BatchingEvaluator`.  A request names a game id, which is only ever used as a
+(`engine.games.GAME_IDS` and every Go size); each model found is loaded once (at precision
+int8, its sibling ``<id>.int8.onnx`` instead: `engine.network.model_at_precision`) and wrapped
+in a `server.batching.BatchingEvaluator`.  A request names a game id, which is only ever used as a
 key into this table: no text from a request is joined to a path or reaches the file system.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import engine.games
 from engine.games.base import Game
-from engine.network import ModelInfo, OnnxEvaluator
+from engine.network import ModelInfo, OnnxEvaluator, model_at_precision
 from server.batching import BatchingEvaluator
 
 GO_SIZES = range(5, 20)
@@ -42,7 +43,12 @@ class ServedModel:
 
 
 class ModelRegistry:
-    """Loaded models by game id; `close` stops their batching threads."""
+    """Loaded models by game id; `close` stops their batching threads.
+
+    With ``precision`` "int8" every float32 model found must have its int8 sibling
+    (FileNotFoundError naming the first one missing): a server that played some games in
+    int8 and others silently in float32 would hide a missing file.
+    """
 
     def __init__(
         self,
@@ -51,6 +57,7 @@ class ModelRegistry:
         max_wait: float,
         threads: int | None = None,
         observer: Callable[[str, int, float], None] | None = None,
+        precision: str = "float32",
     ) -> None:
         self.folder = Path(folder)
         if not self.folder.is_dir():
@@ -61,7 +68,7 @@ class ModelRegistry:
             if not path.is_file():
                 continue
             game = serving_game(game_id)
-            onnx = OnnxEvaluator(path, game=game, threads=threads)
+            onnx = OnnxEvaluator(model_at_precision(path, precision), game=game, threads=threads)
             report = None if observer is None else _bind(observer, game_id)
             batcher = BatchingEvaluator(onnx, max_batch=max_batch, max_wait=max_wait, observer=report)
             self.models[game_id] = ServedModel(game, onnx.info, batcher)

@@ -37,17 +37,18 @@ def parse_position(game: Game, request: PositionRequest) -> Position:
         initial = game.start_state(Setup(fen=request.fen, sgf=request.sgf, komi=request.komi))
     except SetupError as error:
         raise PositionError(f"{error.field}: {error}") from None
-    state, actions, last_move = initial, [], None
+    state, actions, before = initial, [], initial
     for index, text in enumerate(request.moves):
         if len(text) > MAX_MOVE_CHARS:
             raise PositionError(f"moves[{index}]: not a move (longer than {MAX_MOVE_CHARS} characters)")
         try:
             action = game.text_to_action(state, text)
-            last_move = game.action_to_text(state, action)
-            state = state.play(action)
+            before, state = state, state.play(action)
         except (GameFormatError, IllegalMoveError) as error:
             raise PositionError(f"moves[{index}] {text!r}: {error}") from None
         actions.append(action)
+    # Only the last move is named (in the game's own spelling of it, whatever the request's).
+    last_move = game.action_to_text(before, actions[-1]) if actions else None
     return Position(initial, actions, state, last_move)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,17 @@ import pytest
 from onnx import numpy_helper
 
 from benchmarks.search import main as bench_search
-from engine.network import OnnxEvaluator, read_model_info
+from engine.network import ModelFormatError, OnnxEvaluator, model_at_precision, precision_path, read_model_info
 from klent.cli import main as klent_main
-from training.quantize import SCHEME, measure_parity, parity_path, quantize, self_play_positions
+from server.models import ModelRegistry
+from training.quantize import (
+    SCHEME,
+    batch_norms_as_convolutions,
+    measure_parity,
+    parity_path,
+    quantize,
+    self_play_positions,
+)
 
 # Measured: a correct quantization of the untrained 2x16 go9 net agrees with it on the top move
 # in 96 % of the held-out positions (its policy is flat, so near-ties flip) with mean |dQ| 0.001;
@@ -130,3 +139,93 @@ def test_bench_search_compare(quantized: tuple[str, str], capsys: pytest.Capture
     out = capsys.readouterr().out
     assert "int8-qdq" in out and "B/A" in out
     assert out.count("x  positions/s") == 3 and out.count("x  simulations/s") == 2
+
+
+# --- picking the int8 sibling (--precision int8) ------------------------------------------------
+
+
+@pytest.fixture
+def with_sibling(quantized: tuple[str, str], tmp_path: Path) -> Path:
+    """A folder holding go9.onnx (float32) and its int8 sibling go9.int8.onnx."""
+    source, target = quantized
+    shutil.copy(source, tmp_path / "go9.onnx")
+    shutil.copy(target, precision_path(tmp_path / "go9.onnx", "int8"))
+    return tmp_path
+
+
+def test_model_at_precision_picks_the_int8_sibling(with_sibling: Path) -> None:
+    float_model = str(with_sibling / "go9.onnx")
+    assert model_at_precision(float_model, "float32") == float_model
+    chosen = model_at_precision(float_model, "int8")
+    assert chosen == str(with_sibling / "go9.int8.onnx")
+    assert read_model_info(chosen).quantization["scheme"] == SCHEME
+    with pytest.raises(ValueError, match="precision must be one of"):
+        model_at_precision(float_model, "int4")
+
+
+def test_a_missing_or_float_sibling_is_a_one_line_error(with_sibling: Path) -> None:
+    (with_sibling / "go9.int8.onnx").unlink()
+    with pytest.raises(FileNotFoundError) as missing:
+        model_at_precision(with_sibling / "go9.onnx", "int8")
+    assert "go9.int8.onnx does not exist" in str(missing.value) and "klent quantize" in str(missing.value)
+    assert "\n" not in str(missing.value)
+    shutil.copy(with_sibling / "go9.onnx", with_sibling / "go9.int8.onnx")  # a float32 file under the int8 name
+    with pytest.raises(ModelFormatError, match="not a quantized model"):
+        model_at_precision(with_sibling / "go9.onnx", "int8")
+
+
+def test_klent_quantize_writes_the_sibling_by_default(untrained_model, tmp_path: Path) -> None:
+    source = tmp_path / "countup.onnx"
+    shutil.copy(untrained_model("countup"), source)
+    assert klent_main(["quantize", str(source), "--positions", "32", "--games", "2"]) == 0
+    assert model_at_precision(source, "int8") == str(tmp_path / "countup.int8.onnx")
+
+
+def test_serve_precision_int8_plays_the_siblings(with_sibling: Path, untrained_model, capsys) -> None:
+    registry = ModelRegistry(with_sibling, max_batch=4, max_wait=0.0, precision="int8")
+    try:
+        assert registry.models["go9"].info.quantization["scheme"] == SCHEME
+    finally:
+        registry.close()
+    shutil.copy(untrained_model("chess"), with_sibling / "chess.onnx")  # no chess.int8.onnx
+    assert klent_main(["serve", "--models", str(with_sibling), "--precision", "int8", "--port", "1"]) == 2
+    error = capsys.readouterr().err
+    assert "chess.int8.onnx does not exist" in error and error.count("\n") == 1
+
+
+def test_gtp_precision_int8_plays_the_sibling(with_sibling: Path, monkeypatch, capsys) -> None:
+    chosen: list[Path | None] = []
+
+    class Engine:  # stands in for protocols.gtp.GtpEngine: records the model it would load
+        def __init__(self, config, out) -> None:
+            chosen.append(config.model)
+
+        def run(self, stream) -> int:
+            return 0
+
+    monkeypatch.setattr("protocols.gtp.GtpEngine", Engine)
+    assert klent_main(["gtp", "--weights-dir", str(with_sibling), "--precision", "int8"]) == 0
+    assert klent_main(["gtp", "--model", str(with_sibling / "go9.onnx"), "--precision", "int8"]) == 0
+    assert klent_main(["gtp", "--weights-dir", str(with_sibling)]) == 0
+    assert chosen == [with_sibling / "go9.int8.onnx", with_sibling / "go9.int8.onnx", None]
+    (with_sibling / "go9.int8.onnx").unlink()
+    assert klent_main(["gtp", "--weights-dir", str(with_sibling), "--precision", "int8"]) == 2
+    error = capsys.readouterr().err
+    assert "go9.int8.onnx does not exist" in error and error.count("\n") == 1
+
+
+def test_batch_norms_become_convolutions_that_compute_the_same(untrained_model, tmp_path: Path) -> None:
+    """The rewrite that keeps the int8 graph whole changes no output of the float32 model."""
+    source = untrained_model("go9")
+    model = onnx.load(source)
+    assert any(node.op_type == "BatchNormalization" for node in model.graph.node)
+    batch_norms_as_convolutions(model)
+    assert not any(node.op_type == "BatchNormalization" for node in model.graph.node)
+    assert not any("running_mean" in tensor.name for tensor in model.graph.initializer)
+    rewritten = tmp_path / "rewritten.onnx"
+    onnx.save(model, rewritten)
+    reference, candidate = OnnxEvaluator(source), OnnxEvaluator(rewritten)
+    states = self_play_positions(reference, games=2, count=32, rng=np.random.default_rng(2))
+    ours, theirs = reference.evaluate(states), candidate.evaluate(states)
+    np.testing.assert_allclose(ours.policy_logits, theirs.policy_logits, atol=1e-4)
+    np.testing.assert_allclose(ours.action_values, theirs.action_values, atol=1e-5)

@@ -651,3 +651,18 @@ def test_an_abandoned_td_search_is_called_off(live_server):
     while searches_working(live_server) > 0:
         assert time.monotonic() < deadline, "the abandoned TD search still holds its slot"
         time.sleep(0.1)
+
+
+def test_bench_server_search_mode_runs_quickly(untrained_model, capsys):
+    """`klent bench server --mode search`: both servers answer every search (exit 0 = no
+    errors) and the report names the mode and the speed-up against its target."""
+    from benchmarks.server import main as bench_server
+
+    arguments = ["--mode", "search", "--simulations", "4", "--clients", "2", "--duration", "0.5"]
+    assert bench_server([*arguments, "--model", untrained_model("go9")]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["mode"] == "search" and report["simulations"] == 4
+    assert report["batching_errors"] == 0 and report["single_errors"] == 0
+    assert report["batching_rps"] > 0 and report["single_rps"] > 0
+    assert "x target)" in out and "1.6x" in out

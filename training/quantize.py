@@ -20,6 +20,21 @@ reduced range avoids the saturation of the 16-bit intermediate sums that CPUs wi
 (this project's machine: AVX2 only) suffer in ``vpmaddubsw``; on a VNNI CPU it costs one bit of
 weight precision, and one file serves both.
 
+Why the graph is rewritten first, and which layers stay float (measured on the shipped go9
+model, 2026-11-25, benchmarks/RESULTS.md "int8 models"): ONNX Runtime runs an int8 convolution
+in the NHWC layout, and every operator left in float32 between two int8 ones costs a
+DequantizeLinear, a QuantizeLinear and two layout transposes.  The pre-activation residual
+blocks start with a batch norm that cannot be folded into a convolution (the skip path needs
+the un-normalised stream), and a float stem convolution keeps the residual stream in NCHW;
+quantized as the first version did, the graph kept 18 dequantizations and 16 transposes and ran
+at 1.3-1.6x float32 at batch 16.  So the batch norms become the 1 x 1 depthwise convolutions
+they are (`batch_norms_as_convolutions`), ReLU is quantized so that ONNX Runtime fuses it into
+the convolution before it, and the stem is quantized too: 4 dequantizations and 5 transposes
+remain (at the heads' outputs), and batch 16 runs at about 2x.  Activation ranges come from
+the 99.999th percentile of the calibration values rather than their extremes: a few outlying
+activations no longer stretch the 256 steps over the whole tensor (go9 with a float stem: mean
+|dQ| 0.016 against 0.023 with min-max ranges).
+
 Why here, in training/ and not in engine/: quantization makes a model file, like
 `training.export`, and ``onnxruntime.quantization`` imports the ``onnx`` package, a dependency of
 the train extra only.  It needs no torch.  The engine plays the result like any other model;
@@ -38,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 from onnxruntime.quantization import (
     CalibrationDataReader,
     CalibrationMethod,
@@ -55,10 +71,12 @@ from engine.search.reactive import reactive
 SCHEME = "int8-qdq"
 RANDOM_MOVE_RATE = 0.2  # share of uniformly random moves in the calibration and parity games
 CALIBRATION_BATCH = 32  # observations per calibration inference
+CALIBRATION_PERCENTILE = 99.999  # activation ranges: this percentile of the calibration values
 WEIGHTED_OPS = ("Conv", "Gemm", "MatMul")
 # The operators ONNX Runtime's CPU provider runs on int8 (QLinearConv, QGemm, QLinearMatMul,
-# QLinearAdd); quantizing others (batch norm) would only add conversions.
-INT8_OPS = (*WEIGHTED_OPS, "Add")
+# QLinearAdd), and ReLU, which it fuses into the convolution before it.  Batch norms are
+# rewritten as convolutions first (`batch_norms_as_convolutions`).
+INT8_OPS = (*WEIGHTED_OPS, "Add", "Relu")
 
 
 @dataclass(frozen=True)
@@ -117,17 +135,16 @@ def self_play_positions(evaluator: OnnxEvaluator, games: int, count: int, rng: n
 
 
 def float_layers(model: onnx.ModelProto) -> list[str]:
-    """The names of the layers that stay float32: the first one, which reads the observations,
-    and the last one before each output.
+    """The names of the layers that stay float32: the last one before each output.
 
     Measured on the shipped go9 and chess models: quantizing the output layers rounds the
     policy logits and pre-tanh action values to 256 steps over their whole range, which flipped
     the top move in a tenth of the chess positions (top-1 agreement 78 % against 90 % with them
-    float); the first layer (2 % of the trunk's multiply-adds) added a third of go9's |dQ|.
+    float).  The first layer is quantized: kept float, go9's mean |dQ| was 0.016 instead of
+    0.020, but batch 16 ran at 1.6x float32 instead of 2.0x (module docstring).
     """
     producer = {output: node for node in model.graph.node for output in node.output}
-    weighted = [node for node in model.graph.node if node.op_type in WEIGHTED_OPS]
-    names = [node.name for node in weighted if INPUT_NAME in node.input][:1]
+    names: list[str] = []
     for output in model.graph.output:
         node = producer.get(output.name)
         while node is not None and node.op_type not in WEIGHTED_OPS:  # Reshape, Tanh, Squeeze, ...
@@ -135,6 +152,46 @@ def float_layers(model: onnx.ModelProto) -> list[str]:
         if node is not None and node.name not in names:
             names.append(node.name)
     return names
+
+
+def batch_norms_as_convolutions(model: onnx.ModelProto) -> None:
+    """Replace every BatchNormalization (inference form) of ``model`` by the 1 x 1 depthwise
+    convolution that computes the same per-channel affine map, in place.
+
+    ONNX Runtime has no int8 batch norm; left in float32 it splits the int8 graph (module
+    docstring), while a depthwise convolution runs as QLinearConv.  With per-channel weights
+    each channel's single weight is exactly the top of its int8 range, so the rewrite costs no
+    weight precision.
+    """
+    tensors = {tensor.name: tensor for tensor in model.graph.initializer}
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "BatchNormalization":
+            nodes.append(node)
+            continue
+        source, *parameters = node.input
+        scale, bias, mean, variance = (numpy_helper.to_array(tensors[name]) for name in parameters)
+        epsilon = next((attribute.f for attribute in node.attribute if attribute.name == "epsilon"), 1e-5)
+        factor = (scale / np.sqrt(variance + epsilon)).astype(np.float32)
+        weight = numpy_helper.from_array(factor.reshape(-1, 1, 1, 1), f"{node.name}.depthwise.weight")
+        offset = numpy_helper.from_array((bias - mean * factor).astype(np.float32), f"{node.name}.depthwise.bias")
+        model.graph.initializer.extend([weight, offset])
+        nodes.append(
+            onnx.helper.make_node(
+                "Conv",
+                [source, weight.name, offset.name],
+                [node.output[0]],
+                name=f"{node.name}.depthwise",
+                group=len(factor),
+                kernel_shape=[1, 1],
+            )
+        )
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    used = {name for node in nodes for name in node.input}
+    unused = [tensor for tensor in model.graph.initializer if tensor.name not in used]
+    for tensor in unused:  # the batch norms' parameters
+        model.graph.initializer.remove(tensor)
 
 
 class ObservationReader(CalibrationDataReader):
@@ -160,21 +217,26 @@ def quantize_model(
     with tempfile.TemporaryDirectory() as folder:
         prepared = os.path.join(folder, "prepared.onnx")
         quantized = os.path.join(folder, "quantized.onnx")
-        # Shape inference and graph optimisation (batch norms folded into the convolutions),
-        # so that the quantizer sees the graph ONNX Runtime will run.
+        # Shape inference and graph optimisation (batch norms after a convolution folded into
+        # it), so that the quantizer sees the graph ONNX Runtime will run; then the batch norms
+        # left (those that start a pre-activation block) become convolutions.
         quant_pre_process(os.fspath(source), prepared)
+        graph = onnx.load(prepared)
+        batch_norms_as_convolutions(graph)
+        onnx.save(graph, prepared)
         quantize_static(
             prepared,
             quantized,
             ObservationReader(game, calibration),
             quant_format=QuantFormat.QDQ,
             op_types_to_quantize=list(INT8_OPS),
-            nodes_to_exclude=float_layers(onnx.load(prepared)),
+            nodes_to_exclude=float_layers(graph),
             per_channel=True,
             reduce_range=True,
             activation_type=QuantType.QUInt8,
             weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod.MinMax,
+            calibrate_method=CalibrationMethod.Percentile,
+            extra_options={"CalibPercentile": CALIBRATION_PERCENTILE},
         )
         model = onnx.load(quantized)
         metadata = {
@@ -183,7 +245,7 @@ def quantize_model(
         metadata[META_QUANTIZATION] = json.dumps(
             {
                 "scheme": SCHEME,
-                "activations": "uint8, per tensor, min-max calibrated",
+                "activations": f"uint8, per tensor, {CALIBRATION_PERCENTILE} percentile calibrated",
                 "weights": "int8 (7-bit range), per output channel",
                 "calibration_positions": str(len(calibration)),
                 "calibration_games": str(games),

@@ -19,6 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="Go ONNX model; its board size is then the only one accepted "
                         "(default: weights/go<N>.onnx for each board size N)")
     parser.add_argument("--weights-dir", default=None, help="folder of go<N>.onnx models (default: weights/)")
+    parser.add_argument("--precision", choices=("float32", "int8"), default="float32",  # engine.network.PRECISIONS
+                        help="int8 plays the quantized sibling <stem>.int8.onnx of --model, by default of "
+                        "the 9x9 model go9.onnx (the board size is then the only one accepted); "
+                        "`klent quantize MODEL` makes it (default: float32)")
     parser.add_argument("--mode", choices=("reactive", "search", "td", "dyna2"), default="search",
                         help="one network call per move, Gumbel MCTS, TD search or Dyna-2 (TD search on "
                         "permanent weights; both without a network) (default: search)")
@@ -53,13 +57,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `klent gtp --help` answers without loading onnxruntime and numba.
-    from engine.player import DEFAULT_MEMORY_MB, DEFAULT_WEIGHTS_DIR, PlayOptions
+    from engine.games.go import GoGame
+    from engine.network import model_at_precision
+    from engine.player import DEFAULT_MEMORY_MB, DEFAULT_WEIGHTS_DIR, PlayOptions, model_path_for
     from protocols.gtp import GtpConfig, GtpEngine
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
-    if args.model is not None and args.mode in ("td", "dyna2"):
-        raise CommandError(f"--mode {args.mode} plays without a network: no --model")
+    if args.mode in ("td", "dyna2") and (args.model is not None or args.precision != "float32"):
+        raise CommandError(f"--mode {args.mode} plays without a network: no --model or --precision")
     if args.td_weights is not None and args.mode != "dyna2":
         raise CommandError("--td-weights are Dyna-2's: they need --mode dyna2")
     if args.td_weights is not None and not Path(args.td_weights).is_file():
@@ -76,9 +82,13 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--resign-threshold must be in [0, 0.5) and --resign-moves >= 1")
     if args.time_margin < 0:
         raise CommandError("--time-margin must be >= 0")
+    weights_dir = Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR
+    model = args.model
+    if args.precision != "float32":  # one model: the per-size lookup in weights_dir knows float32 files only
+        model = model_at_precision(model or model_path_for(GoGame(9), weights_dir), args.precision)
     config = GtpConfig(
-        model=None if args.model is None else Path(args.model),
-        weights_dir=Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR,
+        model=None if model is None else Path(model),
+        weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20),
         resign_threshold=args.resign_threshold,

@@ -1,18 +1,19 @@
 """`klent quantize`: a float32 klent model -> an int8 one, with a parity report.
 
-    klent quantize weights/go9.onnx -o /tmp/go9-int8.onnx [--positions 1024] [--games 32]
+    klent quantize weights/go9.onnx [-o weights/go9.int8.onnx] [--positions 1024] [--games 32]
 
 ONNX Runtime static quantization calibrated on the model's own self-play (`training.quantize`).
 The parity against float32 on positions from other games is printed and written as JSON
-beside the output (``/tmp/go9-int8.parity.json``).  The engine plays the result like any
-model.
+beside the output (``weights/go9.int8.parity.json``).  The engine plays the result like any
+model; by default it is written where ``--precision int8`` (`klent gtp`, `klent serve`) looks
+for it, beside the float32 model (`engine.network.precision_path`).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from engine.network import read_model_info
+from engine.network import precision_path, read_model_info
 from klent.cli import CommandError
 
 DEFAULT_POSITIONS = 1024
@@ -21,7 +22,11 @@ DEFAULT_GAMES = 32
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="float32 klent ONNX model to quantize")
-    parser.add_argument("-o", "--output", required=True, help="int8 ONNX file to write")
+    parser.add_argument(
+        "-o",
+        "--output",
+        help="int8 ONNX file to write (default: MODEL's sibling <stem>.int8.onnx, which --precision int8 plays)",
+    )
     add_calibration_arguments(parser)
 
 
@@ -45,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     info = read_model_info(args.model)  # one-line errors for a missing file or a non-klent one
     if info.quantization:
         raise CommandError(f"{args.model} is already quantized ({info.quantization.get('scheme', '?')})")
-    quantize_with_report(args.model, args.output, args)
+    quantize_with_report(args.model, args.output or precision_path(args.model, "int8"), args)
     return 0
 
 

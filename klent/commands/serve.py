@@ -2,6 +2,7 @@
 
     klent serve                                  # http://127.0.0.1:8000/ with the models in weights/
     klent serve --host 0.0.0.0 --port 8000 --models /models
+    klent serve --precision int8                 # each <game>.int8.onnx beside <game>.onnx (`klent quantize`)
     KLENT_API_KEYS=key1,key2 klent serve         # /v1 requires one of the keys
 
 One process serves every model: request batching merges the network calls of concurrent
@@ -16,6 +17,7 @@ from engine.player import DEFAULT_WEIGHTS_DIR
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from engine.network import PRECISIONS
     from server.app import ServerConfig
 
     defaults = ServerConfig()
@@ -47,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     batching.add_argument("--batch-wait-ms", type=float, default=defaults.batch_wait * 1000,
                           help="longest wait for a batch to fill, in ms (default %(default)s)")
     batching.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    batching.add_argument("--precision", choices=PRECISIONS, default=defaults.precision,
+                          help="int8 plays each model's quantized sibling <game>.int8.onnx, made by "
+                          "`klent quantize` (default: %(default)s)")
     parser.add_argument("--access-log", action="store_true", help="log every request")
 
 
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         max_batch=args.max_batch,
         batch_wait=args.batch_wait_ms / 1000,
         threads=args.threads,
+        precision=args.precision,
         api_keys=api_keys_from_env(),
     )
     app = create_app(config)
