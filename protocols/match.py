@@ -18,6 +18,10 @@ Rules of the arena:
 * Each engine gets ``time_settings 0 T 1`` (T seconds per move, Canadian byo-yomi of one stone)
   and a ``time_left`` before each move; chess engines get ``go movetime`` (python-chess
   ``Limit(time=T)``).  A crashed engine is restarted for the next game.
+* A UCI engine may be given a search limit of its own instead (``uci_go``: ``depth 2``,
+  ``nodes 400``): a fixed-depth or fixed-node opponent plays the same strength however loaded
+  the machine is, which a time per move does not (the anchor of `training.anchor` relies on
+  it).  The time per move then only bounds how long such a move may take.
 * Chess results come from the rules (python-chess, draws by threefold repetition and the
   50-move rule claimed); a game reaching the move cap is adjudicated a draw.
 * Gardner chess and Animal Shogi are Fairy-Stockfish's variants ``gardner`` and ``dobutsu``:
@@ -77,6 +81,20 @@ DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
 E = TypeVar("E", bound=EngineProcess)
 
 
+GO_LIMITS = ("depth", "nodes", "movetime")  # the `MatchConfig.uci_go` words, each with a count
+
+
+def go_limits(text: str) -> dict[str, int]:
+    """The limits of a UCI ``go`` argument string (``"depth 2 nodes 400"`` -> ``{"depth": 2,
+    "nodes": 400}``); ``""`` is none.  Raises ValueError on any other word or a count that is
+    not a positive integer: an engine would ignore such a word and search without end."""
+    words = text.split()
+    pairs = list(zip(words[::2], words[1::2]))
+    if len(words) % 2 or any(name not in GO_LIMITS or not count.isdigit() or int(count) < 1 for name, count in pairs):
+        raise ValueError(f"UCI search limit {text!r} is not {' / '.join(f'{w} N' for w in GO_LIMITS)} (N >= 1)")
+    return {name: int(count) for name, count in pairs}
+
+
 @dataclass(frozen=True)
 class MatchConfig:
     engines: tuple[str, str]
@@ -90,9 +108,24 @@ class MatchConfig:
     komi: float = 7.5
     # UCI options per engine (e.g. {"Skill Level": "0"}), set once each engine has started.
     uci_options: tuple[dict[str, str], dict[str, str]] = ({}, {})
+    # UCI search limit per engine, the arguments of its ``go`` ("depth 2", "nodes 400"; see
+    # `go_limits`); "": ``go movetime`` of the time per move.
+    uci_go: tuple[str, str] = ("", "")
     # Start positions (`read_openings`): games 2k and 2k + 1 both start from opening k (cycling),
     # engine 1 moving first in one and engine 2 in the other.  Empty: the initial position.
     openings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for limit in self.uci_go:
+            go_limits(limit)  # a misspelt limit fails now, not as a hung engine mid-match
+
+    def move_timeout(self, who: int) -> float:
+        """Seconds a UCI engine's move may take before it loses: the time per move (1 s if
+        none) plus the grace, or with a search limit of its own the time per move (else
+        `DEFAULT_MOVE_TIMEOUT`) plus the grace."""
+        if self.uci_go[who]:
+            return (self.time_per_move or DEFAULT_MOVE_TIMEOUT) + self.grace
+        return (self.time_per_move or 1.0) + self.grace
 
     def opening(self, index: int) -> tuple[int, str] | None:
         """(opening number, its text) of game ``index`` (0-based), or None without openings."""
@@ -223,8 +256,11 @@ def load_results(config: MatchConfig) -> list[GameResult]:
         except (ValueError, KeyError) as error:
             raise MatchFolderError(f"{summary_path} is not a match summary: {error}") from None
         wanted = _config_json(config)
+        # A setting newer than the folder's match had its default there.
+        defaults = _config_json(MatchConfig(engines=config.engines))
         # The folder may be named another way (relative, absolute); the games may grow.
-        differing = sorted(k for k in wanted if k not in ("games", "out") and recorded.get(k) != wanted[k])
+        differing = sorted(k for k in wanted
+                           if k not in ("games", "out") and recorded.get(k, defaults[k]) != wanted[k])
         if differing:
             raise MatchFolderError(f"{config.out} holds a match with other settings ({', '.join(differing)}); "
                                    "resume it with the same ones or choose another --out")
@@ -423,6 +459,8 @@ class _GoArena(_ProcessArena[GtpProcess]):
         rules = engine.games.get(config.game, komi=config.komi)
         if not isinstance(rules, GoGame):
             raise ValueError(f"{config.game!r} is not a Go game")
+        if any(config.uci_go):
+            raise ValueError("UCI search limits (uci_go) apply to UCI games, not to Go")
         super().__init__(config)
         # The match's move cap is the game's, so a capped game is an ordinary truncated one.
         self.rules = rules if config.max_moves is None else GoGame(rules.size, rules.komi, config.max_moves)
@@ -620,13 +658,13 @@ class _VariantArena(_ProcessArena[UciProcess]):
             except EngineError as error:
                 self._drop(who)
                 return finish(1 - who, f"setup failed: {_short(error)}")
-        go = f"go movetime {round(self.move_time * 1000)}"
+        go = [f"go {limit or f'movetime {round(self.move_time * 1000)}'}" for limit in config.uci_go]
         while not state.is_terminal:
             who = seat[state.to_play]
             start = time.monotonic()
             try:
                 position = "position startpos" + (" moves " + " ".join(moves) if moves else "")
-                reply = self._engine(who).best_move(position, go, timeout=self.move_time + config.grace)
+                reply = self._engine(who).best_move(position, go[who], timeout=config.move_timeout(who))
             except EngineError as error:
                 self._drop(who)
                 return finish(1 - who, "timeout" if isinstance(error, EngineTimeout) else "crash")
@@ -676,6 +714,17 @@ class _ChessArena:
                 raise EngineError(f"engine {who + 1}: {error}") from None
             self.engines[who] = process
         return process
+
+    def _limit(self, who: int) -> chess.engine.Limit:
+        """python-chess's form of engine ``who``'s search limit (`MatchConfig.uci_go`)."""
+        import chess.engine
+
+        limits = go_limits(self.config.uci_go[who])
+        if not limits:
+            return chess.engine.Limit(time=self.move_time)
+        movetime = limits.get("movetime")
+        return chess.engine.Limit(depth=limits.get("depth"), nodes=limits.get("nodes"),
+                                  time=None if movetime is None else movetime / 1000)
 
     def _name(self, who: int) -> str:
         try:
@@ -740,7 +789,7 @@ class _ChessArena:
             who = seat[colour]
             start = time.monotonic()
             try:
-                played = self._engine(who).play(board, chess.engine.Limit(time=self.move_time))
+                played = self._engine(who).play(board, self._limit(who))
             except chess.engine.EngineTerminatedError:
                 self._drop(who)
                 return finish(1 - who, "crash")
@@ -752,7 +801,7 @@ class _ChessArena:
                 return finish(1 - who, f"engine error: {_short(error)}")
             elapsed = time.monotonic() - start
             clock.add(who, elapsed)
-            if elapsed > self.move_time + config.grace:
+            if elapsed > config.move_timeout(who):
                 return finish(1 - who, f"time: {elapsed:.2f}s for one move")
             if played.resigned:
                 return finish(1 - who, "resignation")

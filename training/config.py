@@ -27,7 +27,8 @@ from pydantic import Field, ValidationError
 
 import engine.games
 from engine.games.base import Game
-from training import gateau, klent
+from protocols.match import go_limits
+from training import anchor, gateau, klent
 from training.distill import DistillConfig
 from training.nets import NetConfig
 from training.selfplay import SelfPlayConfig
@@ -95,11 +96,44 @@ class OptimConfig:
 class EvalConfig:
     """Every ``every`` iterations (0 = never): ``games`` greedy games against uniform random
     play and as many against the model of the previous evaluation, whose first
-    ``opening_plies`` moves are random so that two deterministic players differ game to game."""
+    ``opening_plies`` moves are random so that two deterministic players differ game to game.
+
+    The anchor (`training.anchor`, the KLENT paper's figure 5), when ``anchor`` names a UCI
+    engine's command line: after the run's first iteration (where its curve starts) and then
+    every ``anchor_every_evaluations`` simulator evaluations (the figure's x-axis, so that runs
+    of different algorithms are measured at the same points however much one iteration of
+    each spends), ``anchor_games`` games against it with ``anchor_options`` set and
+    ``anchor_go`` as its search limit per move, from ``anchor_games / 2`` openings each played
+    with both colours (``anchor_opening_plies`` random plies, or the lines of the file
+    ``anchor_openings``); the model plays reactively, or with a Gumbel search of
+    ``anchor_simulations`` simulations."""
 
     every: Annotated[Int, Field(ge=0)] = 10
     games: Annotated[Int, Field(ge=0)] = 64
     opening_plies: Annotated[Int, Field(ge=0)] = 2
+    anchor: Str = ""  # e.g. "fairy-stockfish" (found on PATH); "" = no anchor evaluation
+    anchor_options: dict[str, Str | Int | Bool] = field(default_factory=dict)  # {"Skill Level" = 0}
+    anchor_go: Str = "depth 1"  # the anchor's ``go`` limits: depth N / nodes N / movetime N
+    anchor_every_evaluations: Annotated[Int, Field(ge=1)] = 1_000_000
+    anchor_games: Annotated[Int, Field(ge=2)] = 64
+    anchor_opening_plies: Annotated[Int, Field(ge=0)] = 4
+    anchor_openings: Str = ""
+    anchor_simulations: Annotated[Int, Field(ge=0)] = 0  # 0: reactive, the paper's evaluation
+
+    def __post_init__(self) -> None:
+        if self.anchor_games % 2:
+            raise ValueError(f"[eval] anchor_games must be even (each opening with both colours), "
+                             f"not {self.anchor_games}")
+        try:
+            go_limits(self.anchor_go)
+        except ValueError as error:
+            raise ValueError(f"[eval] anchor_go: {error}") from None
+
+    def anchor_due(self, before: int, after: int) -> bool:
+        """Whether the anchor match follows an iteration that took the run's simulator
+        evaluations from ``before`` to ``after``."""
+        every = self.anchor_every_evaluations
+        return bool(self.anchor) and (before == 0 or before // every < after // every)
 
 
 @section
@@ -144,6 +178,7 @@ class TrainConfig:
             raise ValueError("selfplay.resign_threshold is a KLENT option (gumbel-az never resigns)")
         self.gumbel_az_config()
         game = self.make_game()
+        anchor.check_anchor(self.game, self.eval)
         if self.architecture == "gateau":
             gateau.rules_of(game)  # a graph network for a game without a move graph fails now
 
@@ -257,6 +292,8 @@ def load_config(path: str | Path) -> TrainConfig:
 def config_to_toml(config: TrainConfig) -> str:
     """The config as a TOML file `load_config` reads back equal (written into run folders)."""
     def value(v: Any) -> str:
+        if isinstance(v, dict):  # an inline table: {"Skill Level" = -10}
+            return "{" + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + "}"
         return str(v).lower() if isinstance(v, bool) else json.dumps(v)
 
     data = config.to_dict()

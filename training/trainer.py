@@ -3,8 +3,8 @@
 One iteration = the algorithm's samples (`training.algorithm`: ``steps`` self-play moves in
 each of ``games`` parallel games, or a chunk of a teacher's labelled positions), fitted in one
 pass of minibatches (`training.fitting`, Adam), then on rank 0: export ``latest.onnx``, evaluate
-when due, append a line to ``metrics.jsonl`` and write ``checkpoint.pt``
-(`training.checkpoint`).  Every write is atomic and the checkpoint holds everything the next
+when due (and play the anchor, `training.anchor`), append a line to ``metrics.jsonl`` and write
+``checkpoint.pt`` (`training.checkpoint`).  Every write is atomic and the checkpoint holds everything the next
 iteration depends on, so ``--resume`` continues exactly where the last complete iteration left
 off.
 
@@ -33,6 +33,7 @@ from engine.files import copy_atomically, write_text_atomically
 from engine.games.base import Game
 from engine.network import OnnxEvaluator, default_threads
 from training.algorithm import SelfPlayNetwork, build_algorithm
+from training.anchor import ANCHOR_MATCHES, play_anchor, probe_anchor
 from training.archive import StartArchive
 from training.checkpoint import (
     CHECKPOINT,
@@ -134,6 +135,8 @@ class Trainer:
             device_ids = [self.device.index] if self.device.type == "cuda" else None
             self.ddp = DistributedDataParallel(self.model, device_ids=device_ids)
         if self.dist.is_main:
+            if config.eval.anchor:
+                probe_anchor(config.game, config.eval)  # a bad anchor option fails now, not at its first match
             self.out.mkdir(parents=True, exist_ok=True)
             remove_stale_temporaries(self.out)  # left by a process killed mid-write
             write_text_atomically(self.out / CONFIG_TOML, config_to_toml(config))  # for people to read
@@ -209,6 +212,7 @@ class Trainer:
         self.iteration += 1
         totals = self.dist.sum([samples.simulator_evaluations, len(samples), time.process_time() - cpu_tick])
         means = self.dist.mean({**parts, **samples.stats})
+        evaluations_before = self.simulator_evaluations
         self.simulator_evaluations += int(totals[0])
         self.samples_seen += int(totals[1])
         self.wall_seconds += done - tick
@@ -231,17 +235,24 @@ class Trainer:
             raise RuntimeError("the ranks' weights differ after an update; check torchrun's setup")
         if self.dist.is_main:
             with _random_state_kept():  # the export may draw random numbers: not the run's
-                self._finish_iteration(record, processes)
+                self._finish_iteration(record, processes, evaluations_before)
         self.dist.barrier()
         return record
 
-    def _finish_iteration(self, record: dict[str, Any], processes: list[dict[str, Any]]) -> None:
-        """Rank 0: export, evaluate, log and checkpoint -- in this order, so that a kill at any
-        point leaves the previous checkpoint and a log that `truncate_metrics` repairs."""
+    def _finish_iteration(
+        self, record: dict[str, Any], processes: list[dict[str, Any]], evaluations_before: int
+    ) -> None:
+        """Rank 0: export, evaluate (against random play and the previous model every ``every``
+        iterations, against the anchor whenever the simulator evaluations, ``evaluations_before``
+        before this iteration, cross a multiple of ``anchor_every_evaluations``), log and
+        checkpoint -- in this order, so that a kill at any point leaves the previous checkpoint
+        and a log that `truncate_metrics` repairs."""
         evaluate = self.config.eval.every > 0 and self.iteration % self.config.eval.every == 0
+        anchor = self.config.eval.anchor_due(evaluations_before, self.simulator_evaluations)
         keep = self.config.keep_every > 0 and self.iteration % self.config.keep_every == 0
         if (
             evaluate
+            or anchor
             or keep
             or self._plays_through_onnx
             or self.iteration % self.config.export_every == 0
@@ -251,6 +262,9 @@ class Trainer:
             copy_atomically(self.out / LATEST_ONNX, self.out / SNAPSHOTS / f"iteration-{self.iteration:06d}.onnx")
         if evaluate:
             record.update(self._evaluate())
+        if anchor:  # the model as exported above, against the fixed opponent (training.anchor)
+            match_folder = self.out / ANCHOR_MATCHES / f"iteration-{self.iteration:06d}"
+            record.update(play_anchor(self.out / LATEST_ONNX, self.config.game, self.config.eval, match_folder))
         append_metrics(self.out / METRICS, record)
         state = RunState(
             model=self.model,
@@ -366,4 +380,5 @@ def _random_state_kept() -> Iterator[None]:
 def _postfix(record: dict[str, Any]) -> dict[str, str]:
     shown = {"loss": record.get("loss"), "H": record.get("entropy")}
     shown["vs_random"] = record.get("winrate_random")
+    shown["vs_anchor"] = record.get("anchor_score")
     return {k: f"{v:.3g}" for k, v in shown.items() if isinstance(v, float) and math.isfinite(v)}

@@ -2,27 +2,49 @@
 
     klent plot runs/go9 -o curves.png
     klent plot runs/klent runs/gumbel-az runs/kl-only -o ablation.png
+    klent plot --efficiency runs/eff/* -o efficiency.png --reach 0.5
 
-One figure, one line per run: win rate against uniform random play and against the previous
-evaluation's model, the losses, and the entropy of pi' -- each against simulator evaluations
-(KLENT paper, appendix B).  Runs are labelled by their folder names.  It also prints each
-run's budget so far (iterations, samples, simulator evaluations, CPU and wall hours) and its
-latest evaluation: the figures a model card quotes.
+One figure, one line per run: win rate against uniform random play, against the previous
+evaluation's model and against the anchor, the losses, and the entropy of pi' -- each against
+simulator evaluations (KLENT paper, appendix B).  Runs are labelled by their folder names.  It
+also prints each run's budget so far (iterations, samples, simulator evaluations, CPU and wall
+hours) and its latest evaluation: the figures a model card quotes.
+
+``--efficiency`` draws the paper's figure 5 instead: the score against the anchor
+(`training.anchor`) against simulator evaluations on a log axis, one panel per game, the runs
+grouped by a setting of their ``config.toml`` (``--group-by algo``; the seeds of one config
+form one group): the group's mean over its seeds, interpolated in log evaluations where the
+seeds overlap, with the seeds' min-max band and each seed's own points.  It prints, for each
+group, the simulator evaluations at which each seed first reaches the score ``--reach``
+(interpolated in log evaluations between the two evaluations around the crossing), their
+geometric mean and spread, and how many times more the group needs than the game's most
+efficient group: the number the KLENT paper's efficiency claim is about.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from statistics import geometric_mean
 
 from engine.files import atomic_target
 from klent.cli import CommandError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 # (metric key, panel title); a run without a key (e.g. no evaluation yet) leaves a gap.
 PANELS = (
     ("winrate_random", "win rate vs uniform random"),
     ("winrate_reference", "win rate vs previous evaluation"),
+    ("anchor_score", "score vs the anchor (training.anchor)"),
     ("policy_loss", "policy loss (cross-entropy)"),
     ("value_loss", "value loss (squared error)"),
     ("entropy", "entropy of the improved policy"),
@@ -38,6 +60,14 @@ PANELS = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", help="run folders (each with a metrics.jsonl)")
     parser.add_argument("-o", "--output", default="curves.png", help="PNG file to write")
+    parser.add_argument("--efficiency", action="store_true",
+                        help="the KLENT paper's figure 5: score against the anchor by simulator evaluations "
+                        "(log axis), runs grouped, seeds as a band; prints the evaluations to reach --reach")
+    parser.add_argument("--group-by", default="algo", metavar="KEYS",
+                        help="--efficiency: the config.toml settings that name a run's group, comma-separated "
+                        "(default algo; e.g. klent.preset, or algo,net.blocks)")
+    parser.add_argument("--reach", type=float, default=0.5,
+                        help="--efficiency: the score whose first crossing the table reports (default 0.5)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,12 +76,18 @@ def run(args: argparse.Namespace) -> int:
     runs: list[tuple[str, list[dict]]] = []
     for folder in args.runs:
         path = Path(folder) / "metrics.jsonl"
+        records = read_metrics(path) if path.is_file() else []
+        if not records and args.efficiency:  # a grid's run that has not logged yet (or failed)
+            print(f"{folder}: no complete iteration in metrics.jsonl yet, left out")
+            continue
         if not path.is_file():
             raise CommandError(f"{folder}: no metrics.jsonl (is it a training run folder?)")
-        records = read_metrics(path)
         if not records:
             raise CommandError(f"{folder}: metrics.jsonl holds no complete iteration yet")
-        runs.append((Path(folder).resolve().name, records))
+        runs.append((folder, records))
+    if args.efficiency:
+        return _efficiency(args, runs)
+    runs = [(Path(folder).resolve().name, records) for folder, records in runs]
     write_figure(runs, args.output)
     for label, records in runs:
         print(f"{label}: {run_summary(records)}")
@@ -117,6 +153,172 @@ def write_figure(runs: list[tuple[str, list[dict]]], output: str | os.PathLike[s
     output = Path(output)
     try:
         with atomic_target(output) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# --efficiency: the KLENT paper's figure 5
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Curve:
+    """One run's scores against the anchor by the simulator evaluations spent before each."""
+
+    run: str
+    game: str
+    group: str
+    evaluations: list[float]
+    scores: list[float]
+
+
+def _efficiency(args: argparse.Namespace, runs: list[tuple[str, list[dict]]]) -> int:
+    """``--efficiency``: the runs' anchor rows as curves grouped by ``--group-by``, their figure
+    and the reach table; runs without anchor rows are named and left out."""
+    if not 0.0 < args.reach <= 1.0:
+        raise CommandError("--reach must be a score in (0, 1]")
+    keys = [key.strip() for key in args.group_by.split(",") if key.strip()]
+    if not keys:
+        raise CommandError("--group-by names no setting")
+    curves = []
+    for folder, records in runs:
+        name = Path(folder).resolve().name
+        config = _run_config(Path(folder))
+        points = [(r["simulator_evaluations"], r["anchor_score"]) for r in records
+                  if r.get("anchor_score") is not None and r.get("simulator_evaluations")]
+        if not points:
+            print(f"{name}: no anchor evaluation yet, left out")
+            continue
+        group = " ".join(str(_setting(config, key, folder)) for key in keys)
+        xs, ys = zip(*points)
+        curves.append(Curve(name, str(config.get("game", "?")), group, list(xs), list(ys)))
+    if not curves:
+        raise CommandError("no run has an anchor evaluation ([eval] anchor in its config)")
+    write_efficiency_figure(curves, args.reach, args.output)
+    print(reach_table(curves, args.reach))
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _run_config(folder: Path) -> dict:
+    """The run's ``config.toml`` (written by the trainer, training.checkpoint.CONFIG_TOML)."""
+    path = folder / "config.toml"
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise CommandError(f"{folder}: cannot read config.toml to group the run: {error}") from None
+
+
+def _setting(config: dict, key: str, folder: str) -> object:
+    """The value of a dotted key (``klent.preset``) in a run's config."""
+    value: object = config
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise CommandError(f"{folder}: config.toml has no setting {key!r} to group by")
+        value = value[part]
+    return value
+
+
+def reach_point(evaluations: Sequence[float], scores: Sequence[float], target: float) -> float | None:
+    """The simulator evaluations at which a curve first reaches ``target``: at the first point
+    scoring at least ``target``, interpolated linearly in log evaluations from the point
+    before it (the first point itself when it already scores enough); None if none does."""
+    for i, (x, y) in enumerate(zip(evaluations, scores)):
+        if y >= target:
+            if i == 0:
+                return float(x)
+            x0, y0 = evaluations[i - 1], scores[i - 1]
+            share = (target - y0) / (y - y0)
+            return float(math.exp(math.log(x0) + share * (math.log(x) - math.log(x0))))
+    return None
+
+
+def reach_table(curves: list[Curve], target: float) -> str:
+    """Per game and group: the evaluations each seed needs to first reach ``target``, their
+    geometric mean and min-max, and the mean as a multiple of the game's smallest mean (among
+    groups all of whose seeds reached it)."""
+    lines = [f"simulator evaluations to first reach a score of {target:g} against the anchor "
+             "(per seed, interpolated in log evaluations):",
+             f"{'game':<14}{'group':<22}{'reached':>8}{'geo. mean':>12}{'min':>12}{'max':>12}{'vs best':>9}  seeds"]
+    for game in sorted({c.game for c in curves}):
+        groups: dict[str, list[Curve]] = {}
+        for curve in curves:
+            if curve.game == game:
+                groups.setdefault(curve.group, []).append(curve)
+        reached = {group: [reach_point(c.evaluations, c.scores, target) for c in members]
+                   for group, members in groups.items()}
+        hits = {group: [x for x in xs if x is not None] for group, xs in reached.items()}
+        means = {group: geometric_mean(hits[group]) for group, xs in reached.items() if len(hits[group]) == len(xs)}
+        best = min(means.values(), default=None)
+        for group in sorted(groups):
+            xs = reached[group]
+            spent = [f"{c.run} not by {c.evaluations[-1]:.3g}" for c, x in zip(groups[group], xs) if x is None]
+            mean = means.get(group)
+            row = f"{game:<14}{group:<22}{f'{len(hits[group])}/{len(xs)}':>8}{_number(mean):>12}"
+            row += f"{_number(min(hits[group], default=None)):>12}{_number(max(hits[group], default=None)):>12}"
+            row += f"{'' if mean is None or best is None else f'{mean / best:.2f}x':>9}  "
+            row += ", ".join([f"{c.run} {x:.3g}" for c, x in zip(groups[group], xs) if x is not None] + spent)
+            lines.append(row)
+    return "\n".join(lines)
+
+
+def _number(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def seed_band(curves: list[Curve], points: int = 50) -> tuple[list[float], list[float], list[float], list[float]]:
+    """(evaluations, mean, min, max) of a group's seeds on a log-spaced grid over the range all
+    of them cover, each seed interpolated linearly in log evaluations; empty lists when their
+    ranges do not overlap."""
+    import numpy as np
+
+    low = max(min(c.evaluations) for c in curves)
+    high = min(max(c.evaluations) for c in curves)
+    if high <= low:
+        return [], [], [], []
+    grid = np.geomspace(low, high, points)
+    values = np.array([np.interp(np.log(grid), np.log(c.evaluations), c.scores) for c in curves])
+    return list(grid), list(values.mean(axis=0)), list(values.min(axis=0)), list(values.max(axis=0))
+
+
+def write_efficiency_figure(curves: list[Curve], target: float, output: str | os.PathLike[str]) -> None:
+    """One panel per game: each group's mean over its seeds with the seeds' min-max band and
+    their own points, score against log simulator evaluations, the target score dotted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    games = sorted({c.game for c in curves})
+    colours = {group: f"C{number}" for number, group in enumerate(sorted({c.group for c in curves}))}
+    fig, axes = plt.subplots(1, len(games), figsize=(5.5 * len(games), 4.2), squeeze=False)
+    for ax, game in zip(axes.flat, games):
+        for group, colour in colours.items():
+            members = [c for c in curves if c.game == game and c.group == group]
+            if not members:
+                continue
+            for curve in members:
+                ax.plot(curve.evaluations, curve.scores, "o", markersize=2.5, alpha=0.45, color=colour)
+            grid, mean, low, high = seed_band(members)
+            label = f"{group} ({len(members)} seed{'s' if len(members) > 1 else ''})"
+            if grid and len(members) > 1:
+                ax.fill_between(grid, low, high, color=colour, alpha=0.2, linewidth=0)
+                ax.plot(grid, mean, color=colour, label=label)
+            else:
+                ax.plot(members[0].evaluations, members[0].scores, color=colour, label=label)
+        ax.axhline(target, color="grey", linestyle=":", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(game, fontsize=10)
+        ax.set_xlabel("simulator evaluations")
+        ax.set_ylabel("score vs anchor (draw = 1/2)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    try:
+        with atomic_target(Path(output)) as tmp:
             fig.savefig(tmp, dpi=110)
     finally:
         plt.close(fig)

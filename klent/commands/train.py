@@ -4,17 +4,18 @@ trained checkpoint (`--init`); or learn Dyna-2's permanent memory for Go by TD s
 (`--algo td-learning`: numpy/numba only, no torch, no config).
 
     klent train --game go9 --config training/configs/go9_cpu.toml --out runs/go9
+    klent train --config training/configs/gardner_klent_cpu.toml --seed 1 --out runs/eff/gardner-klent-s1
     klent train --out runs/go9 --resume --minutes 60
     klent train --config training/configs/chess_distill_cpu.toml --data data/chess --out runs/chess-d
     klent train --config training/configs/chess_cpu.toml --init runs/chess-d/checkpoint.pt --out runs/c
     torchrun --nproc_per_node=2 -m klent train --config training/configs/go9_gpu.toml --out runs/g
     klent train --algo td-learning --game go9 --out runs/go9-td --games 200000 [--resume]
 
-The config (TOML, see training/configs/) defines the run; --game, --algo and --preset override
-it for a new run.  A resumed run keeps the configuration stored in its checkpoint, unless
---config gives one that changes only how the run goes on (the [optim] and [eval] sections,
-export_every, keep_every, iterations, the self-play evaluator and resignation settings); the checkpoint
-records such changes.
+The config (TOML, see training/configs/) defines the run; --game, --algo, --preset and --seed
+override it for a new run (one config, several seeds: benchmarks/efficiency.sh).  A resumed run
+keeps the configuration stored in its checkpoint, unless --config gives one that changes only
+how the run goes on (the [optim] and [eval] sections, export_every, keep_every, iterations, the
+self-play evaluator and resignation settings); the checkpoint records such changes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("klent", "kl-only", "ent-only", "one-step", "monte-carlo"),
         help="KLENT ablation preset (paper table 2); overrides the config",
     )
+    parser.add_argument("--seed", type=int, help="the run's random seed; overrides the config (new runs only)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--iterations", type=int, help="stop after this many iterations in total")
     parser.add_argument("--minutes", type=float, help="stop after this much wall-clock time")
@@ -65,13 +67,13 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--iterations must be at least 1")
     if args.minutes is not None and args.minutes <= 0:
         raise CommandError("--minutes must be positive")
-    chosen = {"game": args.game, "algo": args.algo, "preset": args.preset, "init": args.init}
+    chosen = {"game": args.game, "algo": args.algo, "preset": args.preset, "init": args.init, "seed": args.seed}
     overrides = {k: v for k, v in chosen.items() if v is not None}
     if args.resume:
         saved = resume_config(args.out)
         config = saved if args.config is None else load_config(args.config)
         if any(getattr(config, k) != v for k, v in overrides.items()):
-            raise CommandError("--game, --algo, --preset and --init cannot change a run being resumed")
+            raise CommandError("--game, --algo, --preset, --init and --seed cannot change a run being resumed")
         # A preset names no labelled set: the run keeps its own unless --data gives another.
         config = _with_data(config, args.data or config.distill.data or saved.distill.data)
         for change in config_changes(saved, config):
@@ -103,7 +105,7 @@ def _td_learning(args: argparse.Namespace) -> int:
     from engine.search.td import ShapeWeights
     from training.td_learning import train
 
-    unused = [name for name in ("config", "preset", "data", "iterations", "minutes", "device", "threads")
+    unused = [name for name in ("config", "preset", "data", "seed", "iterations", "minutes", "device", "threads")
               if getattr(args, name) is not None]
     if unused:
         raise CommandError(f"--algo td-learning takes no --{unused[0]}")
