@@ -36,7 +36,16 @@ from engine.files import write_text_atomically
 from engine.games.base import Game, IllegalMoveError, State
 from engine.games.go import GoGame, GoState
 from engine.go_rules import Judgement, MoveRule, MoveRules, judge
-from engine.network import Evaluator, ModelInfo, OnnxEvaluator, default_threads, read_model_info
+from engine.network import (
+    PRECISIONS,
+    Evaluator,
+    ModelInfo,
+    OnnxEvaluator,
+    default_threads,
+    model_at_precision,
+    read_model_info,
+    softmax,
+)
 from engine.resign import ResignTracker
 from engine.search.gumbel import GumbelConfig, UniformEvaluator, search, warm_up
 from engine.search.limits import SearchLimits
@@ -48,7 +57,7 @@ from engine.search.tree import SearchTree
 from engine.timecontrol import move_budget
 
 __all__ = [
-    "DEFAULT_WEIGHTS_DIR", "Decision", "Judgement", "ModelInfo", "MoveRule", "MoveStat", "Ownership",
+    "DEFAULT_WEIGHTS_DIR", "PRECISIONS", "Decision", "Judgement", "ModelInfo", "MoveRule", "MoveStat", "Ownership",
     "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "default_threads", "load_td_weights",
     "model_path_for", "move_budget", "read_model_info", "td_weights_path_for", "write_text_atomically",
 ]
@@ -99,6 +108,12 @@ class PlayOptions:
 
     ``memory``: bytes the Gumbel search tree may take (None: unbounded; UCI ``Hash``, GTP
     ``--memory``); a search whose tree is full stops growing it and answers from it.
+
+    ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
+    to combine a search with prior knowledge): the greedy choice is made among the network
+    policy's ``td_root_moves`` most probable moves, so that the network's sense of shape picks
+    the candidates and the position's simulated games pick among them (0: no network, every
+    move).
     """
 
     mode: Mode = "search"
@@ -113,8 +128,11 @@ class PlayOptions:
     cleanup: bool = False
     judge_dead_stones: bool = True
     memory: int | None = None
+    td_root_moves: int = 0
 
     def __post_init__(self) -> None:
+        if self.td_root_moves < 0:
+            raise ValueError(f"td_root_moves must be >= 0, got {self.td_root_moves}")
         if self.mode not in ("reactive", "search", *TD_MODES):
             raise ValueError(f"mode must be 'reactive', 'search', 'td' or 'dyna2', got {self.mode!r}")
         if self.cleanup and not self.go_rules:
@@ -257,21 +275,24 @@ class Player:
         threads: int | None = None,
         seed: int | None = None,
         td_weights: str | Path | None = None,
+        precision: str = "float32",
     ) -> Player:
-        """A player for ``game`` with the model at ``model`` or the shipped one in ``weights_dir``.
+        """A player for ``game`` with the model at ``model`` or the shipped one in ``weights_dir``,
+        or, at ``precision`` "int8", that model's quantized sibling (`model_at_precision`).
 
         Raises FileNotFoundError when there is no model, and a ValueError subclass when the
         model was trained for another game or encoder version.  The TD modes load no model;
         "dyna2" loads its permanent memory from ``td_weights`` or ``weights_dir`` instead
         (`load_td_weights`).
         """
-        if options.mode in TD_MODES:
-            permanent = load_td_weights(game, td_weights, weights_dir) if options.mode == "dyna2" else None
+        permanent = load_td_weights(game, td_weights, weights_dir) if options.mode == "dyna2" else None
+        if options.mode in TD_MODES and not options.td_root_moves:
             return cls(None, options=options, seed=seed, game=game, permanent=permanent)
         path = Path(model) if model is not None else model_path_for(game, weights_dir)
         if not path.is_file():
             raise FileNotFoundError(f"no model for {game.name}: {path} does not exist")
-        return cls(OnnxEvaluator(path, game=game, threads=threads), options=options, seed=seed)
+        path = Path(model_at_precision(path, precision))
+        return cls(OnnxEvaluator(path, game=game, threads=threads), options=options, seed=seed, permanent=permanent)
 
     @classmethod
     def without_model(cls, game: Game, options: PlayOptions = PlayOptions(), seed: int | None = None) -> Player:
@@ -487,8 +508,15 @@ class Player:
         return td_search
 
     def _td_choose(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> SearchResult:
-        chosen = self._td_search(opts.mode).choose(_go_state(state), opts.simulations, opts.time, stop)
-        return _search_result(chosen)
+        """TD search's choice, among the network policy's most probable moves with
+        ``td_root_moves`` (its prior then the network's)."""
+        prior = None
+        candidates: list[int] = []
+        if opts.td_root_moves:
+            prior = softmax(self._network().evaluate([state]).policy_logits[0])
+            candidates = np.argsort(-prior, kind="stable")[: opts.td_root_moves].tolist()
+        chosen = self._td_search(opts.mode).choose(_go_state(state), opts.simulations, opts.time, stop, candidates)
+        return _search_result(chosen, prior)
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
@@ -587,11 +615,12 @@ def _go_state(state: State) -> GoState:
     return state
 
 
-def _search_result(chosen: TdResult) -> SearchResult:
+def _search_result(chosen: TdResult, prior: np.ndarray | None = None) -> SearchResult:
     """A TD search's choice in the facade's terms.  Its afterstate values are ``q``; it has no
-    visits and no network prior (``prior`` uniform over the legal moves), and it prefers moves
-    by their value, so ``improved_policy`` (which orders the listed moves and the choices of
-    Go's move rules) is their winning probability (q + 1) / 2, normalised."""
+    visits, and its ``prior`` is the network's when one chose the candidates, else uniform over
+    the legal moves; it prefers moves by their value, so ``improved_policy`` (which orders the
+    listed moves and the choices of Go's move rules) is their winning probability (q + 1) / 2,
+    normalised."""
     legal = chosen.legal.astype(np.float64)
     uniform = legal / legal.sum()
     winning = np.where(chosen.legal, (chosen.q.astype(np.float64) + 1.0) / 2.0, 0.0)
@@ -605,7 +634,7 @@ def _search_result(chosen: TdResult) -> SearchResult:
         pv=[chosen.action],
         simulations=chosen.simulations,
         elapsed=chosen.elapsed,
-        prior=uniform.astype(np.float32),
+        prior=(uniform if prior is None else prior).astype(np.float32),
         ownership=chosen.ownership,
     )
 

@@ -145,7 +145,7 @@ class GtpEngine:
         self._model_size = 0
         if self.options.mode == "dyna2" and config.td_weights is not None:
             self._model_size = ShapeWeights.load(config.td_weights).size
-        elif self.options.mode not in TD_MODES and config.model is not None:
+        elif config.model is not None and (self.options.mode not in TD_MODES or self.options.td_root_moves):
             self._model_size = _model_size(config.model)
         self.handlers: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda args: PROTOCOL_VERSION,

@@ -68,6 +68,7 @@ from engine.games.gardner import GardnerGame
 from engine.player import (
     DEFAULT_MEMORY_MB,
     DEFAULT_WEIGHTS_DIR,
+    PRECISIONS,
     Decision,
     Player,
     PlayOptions,
@@ -141,10 +142,12 @@ class UciOption:
         return number
 
 
-def uci_options(model: str) -> list[UciOption]:
-    """The options ``uci`` declares, with ``model`` as the default model file."""
+def uci_options(model: str, precision: str = "float32") -> list[UciOption]:
+    """The options ``uci`` declares, with ``model`` as the default model file and ``precision``
+    the default precision (int8 plays the model's quantized sibling <stem>.int8.onnx)."""
     return [
         UciOption("ModelFile", "string", model),
+        UciOption("Precision", "combo", precision, choices=PRECISIONS),
         UciOption("Threads", "spin", default_threads(), 1, 64),
         UciOption("MultiPV", "spin", 1, 1, 256),
         UciOption("Ponder", "check", False),
@@ -305,17 +308,17 @@ class UciEngine:
 
     def __init__(self, output: TextIO, model: str | Path | None = None,
                  name: str = "klent", author: str = "the klent authors",
-                 weights_dir: str | Path = DEFAULT_WEIGHTS_DIR) -> None:
+                 weights_dir: str | Path = DEFAULT_WEIGHTS_DIR, precision: str = "float32") -> None:
         self.output = output
         self.name = name
         self.author = author
         self.weights_dir = weights_dir
         self.game: FenGame = UCI_VARIANTS["chess"]()
         default_model = str(model) if model is not None else str(model_path_for(self.game, weights_dir))
-        self.options = {option.name.lower(): option for option in uci_options(default_model)}
+        self.options = {option.name.lower(): option for option in uci_options(default_model, precision)}
         self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}
         self._player: Player | None = None
-        self._player_key: tuple[str, str, int] | None = None
+        self._player_key: tuple[str, str, int, str] | None = None
         self._position_key = "startpos"
         self._initial: State = self.game.initial_state()
         self._actions: list[int] = []
@@ -570,7 +573,7 @@ class UciEngine:
         that searches by the rules alone, so that a GUI can still play it.
         """
         model = str(self.values["modelfile"])
-        key = (self.game.name, model, int(self.values["threads"]))
+        key = (self.game.name, model, int(self.values["threads"]), str(self.values["precision"]))
         if self._player is not None and self._player_key == key:
             return self._player
         self._player, self._player_key = None, None
@@ -578,9 +581,9 @@ class UciEngine:
             self._info(f"no model: set the ModelFile option to an .onnx model for {self.game.name}")
             return None
         try:
-            self._player = Player.load(self.game, model=model, threads=key[2])
+            self._player = Player.load(self.game, model=model, threads=key[2], precision=key[3])
         except FileNotFoundError as error:
-            if model != self._shipped_model():
+            if model != self._shipped_model() or Path(model).is_file():  # or its int8 sibling is missing
                 self._info(f"cannot load model {model}: {error}")
                 return None
             self._info(f"{error}; playing by the rules alone (no network) until the ModelFile option "

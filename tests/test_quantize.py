@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +16,7 @@ from onnx import numpy_helper
 from benchmarks.search import main as bench_search
 from engine.network import ModelFormatError, OnnxEvaluator, model_at_precision, precision_path, read_model_info
 from klent.cli import main as klent_main
+from protocols.uci import UciEngine
 from server.models import ModelRegistry
 from training.quantize import (
     SCHEME,
@@ -229,3 +231,24 @@ def test_batch_norms_become_convolutions_that_compute_the_same(untrained_model, 
     ours, theirs = reference.evaluate(states), candidate.evaluate(states)
     np.testing.assert_allclose(ours.policy_logits, theirs.policy_logits, atol=1e-4)
     np.testing.assert_allclose(ours.action_values, theirs.action_values, atol=1e-5)
+
+
+def test_uci_precision_plays_the_sibling(untrained_model, tmp_path: Path) -> None:
+    """`klent uci --precision int8` and the Precision option load the int8 sibling; a missing
+    sibling is an info line and no player (never the rules-only fallback of a missing model)."""
+    source = tmp_path / "chess.onnx"
+    shutil.copy(untrained_model("chess"), source)
+    assert klent_main(["quantize", str(source), "--positions", "32", "--games", "2"]) == 0
+    out = io.StringIO()
+    engine = UciEngine(out, model=source, precision="int8")
+    declared = engine.options["precision"].declaration()
+    assert declared == "option name Precision type combo default int8 var float32 var int8"
+    player = engine._load_player()
+    assert player is not None and player.evaluator.info.quantization["scheme"] == SCHEME
+    engine.values["precision"] = "float32"
+    player = engine._load_player()
+    assert player is not None and not player.evaluator.info.quantization
+    Path(precision_path(source, "int8")).unlink()
+    engine.values["precision"] = "int8"
+    assert engine._load_player() is None
+    assert "chess.int8.onnx does not exist" in out.getvalue()

@@ -193,6 +193,22 @@ def test_search_finds_the_only_saving_move_of_a_group_in_atari(seed):
     assert np.array_equal(result.legal, legal) and not result.q[~legal].any()
 
 
+def test_candidates_limit_the_choice_but_not_the_values():
+    """The greedy choice among given candidates (a network's most probable moves): the best of
+    them even when another move is better; the values still cover every legal move; candidates
+    none of which is playable (a pass only) leave the choice to every move."""
+    game = GoGame(9, komi=-41)
+    state = setup(game, ATARI)
+    saving = game.parse_vertex("E7")
+    others = [game.parse_vertex(v) for v in ("A1", "J9", "B2")]
+    limited = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=300, candidates=others)
+    assert limited.action in others and limited.action != saving
+    assert limited.value == pytest.approx(float(max(limited.q[a] for a in others)))
+    assert limited.q[saving] > limited.value
+    free = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=300, candidates=[game.pass_action])
+    assert free.action == saving
+
+
 def test_white_captures_the_group_in_atari():
     game = GoGame(9, komi=-41)
     state = setup(game, ATARI, to_play=1)

@@ -15,7 +15,7 @@ import pytest
 
 from engine.games import get
 from engine.games.go import GoGame
-from engine.player import MoveRule, Player, PlayOptions, ShapeWeights, load_td_weights
+from engine.player import MoveRule, Player, PlayOptions, ShapeWeights, load_td_weights, model_path_for
 from klent.cli import main as klent_main
 from protocols.engine_process import GtpFailure, GtpProcess
 
@@ -112,6 +112,20 @@ def test_td_modes_refuse_other_games_and_network_modes_need_a_network():
         PlayOptions(mode="td", simulations=None)
 
 
+def test_td_chooses_among_the_networks_most_probable_moves():
+    game = GoGame(9)
+    options = PlayOptions(mode="td", simulations=30, td_root_moves=3)
+    player = Player.load(game, options=options, seed=0, threads=1)
+    player.play(40)
+    decision = player.decide()
+    prior = decision.result.prior
+    assert decision.action in np.argsort(-prior)[:3]
+    assert prior.max() > 2 / 81  # the network's policy, not the uniform prior of TD search alone
+    assert decision.simulations == 30
+    with pytest.raises(ValueError, match="td_root_moves must be >= 0"):
+        PlayOptions(mode="td", td_root_moves=-1)
+
+
 # --- GTP -----------------------------------------------------------------------------------
 
 
@@ -135,6 +149,16 @@ def test_gtp_plays_td_search_without_a_model():
             process.send("lz-analyze b 100")
     finally:
         process.close()
+
+
+def test_gtp_td_with_the_network_at_the_root(capsys):
+    process = gtp("--mode", "td", "--td-root-moves", "2", "--model", str(model_path_for(GoGame(9))))
+    try:
+        assert process.send("genmove b") not in ("pass", "resign")
+    finally:
+        process.close()
+    assert klent_main(["gtp", "--mode", "search", "--td-root-moves", "2"]) == 2
+    assert "--td-root-moves is for --mode td or dyna2" in capsys.readouterr().err
 
 
 def test_gtp_plays_dyna2_with_a_weights_file(tmp_path):

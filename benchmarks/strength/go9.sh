@@ -20,7 +20,8 @@
 # judgement before the ownership head (the dead-stone measurement's "before", same network).
 #
 # Settings td-N and dyna2-N play TD search / Dyna-2 (weights/go9-td.npz) at N simulated games a
-# move instead of the network (MODEL is then unused), e.g. SETTINGS="td-1000 dyna2-1000".
+# move instead of the network (MODEL is then unused), e.g. SETTINGS="td-1000 dyna2-1000";
+# with KLENT_FLAGS="--td-root-moves K --model M" the move is chosen among model M's K most probable.
 #
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
 #
@@ -48,7 +49,7 @@ play_setting() {
   local setting=$1 play out resume="" who=$MODEL
   case $setting in
     reactive) play="--model $MODEL --mode reactive" ;;
-    td-*|dyna2-*) play="--mode ${setting%-*} --simulations ${setting#*-}"; who="TD search, no network" ;;
+    td-*|dyna2-*) play="--mode ${setting%-*} --simulations ${setting#*-}"; who="TD search $KLENT_FLAGS" ;;
     *s) play="--model $MODEL --mode search --time ${setting%s} --simulations 1000000 --gumbel-scale $GUMBEL" ;;
     *) play="--model $MODEL --mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
   esac

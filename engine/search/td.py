@@ -29,7 +29,7 @@ import json
 import threading
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -293,13 +293,20 @@ class TdSearch:
         self._game_line = None
 
     def choose(
-        self, state: GoState, simulations: int | None = None, seconds: float | None = None, stop: Stop | None = None
+        self,
+        state: GoState,
+        simulations: int | None = None,
+        seconds: float | None = None,
+        stop: Stop | None = None,
+        candidates: Sequence[int] = (),
     ) -> TdResult:
         """Search ``state`` for ``simulations`` simulated games and/or ``seconds``, then choose.
 
         ``stop`` (a threading.Event or a callable returning True to stop) is checked before
         every simulation, as are the budgets; a stopped search still chooses, on what the
-        weights know (the carried weights when not a single simulation ran).
+        weights know (the carried weights when not a single simulation ran).  ``candidates``,
+        when given, are the only moves the greedy choice considers (a network's most probable
+        moves, `engine.player`); the simulations still play every move.
         """
         if simulations is None and seconds is None:
             raise ValueError("TD search needs a number of simulations or a time budget")
@@ -321,7 +328,7 @@ class TdSearch:
         if done:
             mover = 1 if state.to_play == 0 else -1
             ownership = (owners * (mover / done)).astype(np.float32).reshape(self.game.size, self.game.size)
-        return self._decide(state, done, moves, time.perf_counter() - start, ownership)
+        return self._decide(state, done, moves, time.perf_counter() - start, ownership, candidates)
 
     def _follow(self, state: GoState) -> None:
         """Clear the transient memory unless ``state`` continues (or undoes into) the last game:
@@ -336,9 +343,16 @@ class TdSearch:
         self._game_line = key, moves
 
     def _decide(
-        self, state: GoState, simulations: int, moves: int, elapsed: float, ownership: np.ndarray | None
+        self,
+        state: GoState,
+        simulations: int,
+        moves: int,
+        elapsed: float,
+        ownership: np.ndarray | None,
+        candidates: Sequence[int] = (),
     ) -> TdResult:
-        """Greedy choice on the afterstate values (Sect. 4.4), with the values of every legal move."""
+        """Greedy choice on the afterstate values (Sect. 4.4), with the values of every legal
+        move; among ``candidates`` only, when any of them is playable."""
         size = self.game.size
         n = size * size
         board, _, _, _ = _position(state)
@@ -356,6 +370,7 @@ class TdSearch:
         mover_q = np.where(legal, (2.0 * black - 1.0) * color, 0.0)
         nbr, _, diag = _tables(size)
         playable = [int(p) for p in np.flatnonzero(legal[:n]) if not tk.own_eye(board, int(p), color, nbr, diag)]
+        playable = [p for p in playable if p in candidates] or playable
         action = n
         if playable:
             action = max(playable, key=lambda p: (mover_q[p], -p))  # ties: the first point

@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-weights", default=None,
                         help="Dyna-2's permanent weights; their board size is then the only one accepted "
                         "(default: weights/go<N>-td.npz for each board size N)")
+    parser.add_argument("--td-root-moves", type=int, default=0,
+                        help="modes td and dyna2: choose among the network policy's this many most probable moves, "
+                        "by the simulated games' values (0: no network, every move; default: 0)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
     parser.add_argument("--memory", type=int, default=None,
@@ -64,8 +67,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
-    if args.mode in ("td", "dyna2") and (args.model is not None or args.precision != "float32"):
-        raise CommandError(f"--mode {args.mode} plays without a network: no --model or --precision")
+    if args.td_root_moves < 0:
+        raise CommandError("--td-root-moves must be >= 0")
+    if args.td_root_moves and args.mode not in ("td", "dyna2"):
+        raise CommandError("--td-root-moves is for --mode td or dyna2")
+    networked = args.model is not None or args.precision != "float32"
+    if args.mode in ("td", "dyna2") and not args.td_root_moves and networked:
+        raise CommandError(f"--mode {args.mode} uses a network only with --td-root-moves: no --model or --precision")
     if args.td_weights is not None and args.mode != "dyna2":
         raise CommandError("--td-weights are Dyna-2's: they need --mode dyna2")
     if args.td_weights is not None and not Path(args.td_weights).is_file():
@@ -90,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         model=None if model is None else Path(model),
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
-                            gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20),
+                            gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
+                            td_root_moves=args.td_root_moves),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,

@@ -1,5 +1,6 @@
-"""`klent uci [--model PATH]`: a UCI engine on stdin/stdout (GUIs, lichess-bot, `klent match`):
-chess, and Gardner chess and Animal Shogi through the ``UCI_Variant`` option."""
+"""`klent uci [--model PATH] [--precision float32|int8]`: a UCI engine on stdin/stdout (GUIs,
+lichess-bot, `klent match`): chess, and Gardner chess and Animal Shogi through the ``UCI_Variant``
+option."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ONNX model, kept whatever UCI_Variant says (default: weights/<game>.onnx of the variant, "
         "chess to begin with; the ModelFile option changes it)",
     )
+    parser.add_argument("--precision", choices=("float32", "int8"), default="float32",  # engine.network.PRECISIONS
+                        help="int8 plays the model's quantized sibling <stem>.int8.onnx (`klent quantize MODEL` "
+                        "makes it); the Precision option changes it (default: float32)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -25,5 +29,5 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
-    engine = UciEngine(sys.stdout, model=args.model, name=f"klent {__version__}")
+    engine = UciEngine(sys.stdout, model=args.model, name=f"klent {__version__}", precision=args.precision)
     return engine.run(sys.stdin.buffer)
