@@ -109,6 +109,10 @@ class PlayOptions:
     ``memory``: bytes the Gumbel search tree may take (None: unbounded; UCI ``Hash``, GTP
     ``--memory``); a search whose tree is full stops growing it and answers from it.
 
+    ``td_default_policy``: the TD modes' simulated moves after the greedy ones, "random" or
+    "tactical" (captures and rescues first, `engine.search.td.TdConfig`); the player's own
+    options set it for the whole game.
+
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
     policy's ``td_root_moves`` most probable moves, so that the network's sense of shape picks
@@ -129,8 +133,10 @@ class PlayOptions:
     judge_dead_stones: bool = True
     memory: int | None = None
     td_root_moves: int = 0
+    td_default_policy: str = "random"
 
     def __post_init__(self) -> None:
+        TdConfig(default_policy=self.td_default_policy)  # refuses an unknown policy now
         if self.td_root_moves < 0:
             raise ValueError(f"td_root_moves must be >= 0, got {self.td_root_moves}")
         if self.mode not in ("reactive", "search", *TD_MODES):
@@ -504,7 +510,8 @@ class Player:
             if mode == "dyna2" and self.permanent is None:
                 raise ValueError("Dyna-2 needs permanent weights (go<N>-td.npz, from `klent train --algo td-learning`)")
             permanent = self.permanent if mode == "dyna2" else None
-            td_search = self._td[mode] = TdSearch(self.game, TdConfig(seed=self._seed), permanent)
+            config = TdConfig(seed=self._seed, default_policy=self.options.td_default_policy)
+            td_search = self._td[mode] = TdSearch(self.game, config, permanent)
         return td_search
 
     def _td_choose(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> SearchResult:

@@ -405,6 +405,72 @@ def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.nda
 
 
 @njit(cache=True)
+def tactical_move(
+    board: np.ndarray,
+    color: int,
+    candidates: np.ndarray,
+    nbr: np.ndarray,
+    chain: np.ndarray,
+    libs: np.ndarray,
+    found: np.ndarray,
+    rng: np.ndarray,
+) -> int:
+    """The default policy's capture or rescue, -1 when there is none (then a random move).
+
+    Uniformly random playouts let groups in atari die and leave capturable stones on the board,
+    so their games say little about life and death; the programs the paper measured against
+    (and Fuego, whose default policy the paper used) first capture and first rescue (MoGo,
+    Gelly et al. 2006; Fuego's "atari capture" and "atari defense").  Here: a random move among
+    those that capture an opponent chain in atari, else among those that give a chain of one's
+    own in atari at least two liberties (empty neighbours of the point plus the other liberties
+    of the chains it joins, which may count a shared liberty twice), else none.  ``chain`` and
+    ``libs`` are scratch arrays for `chain_liberties`, ``found`` scratch of n points.
+    """
+    n = board.shape[0]
+    chain_liberties(board, nbr, chain, libs)
+    count = 0
+    for p in range(n):
+        if not candidates[p]:
+            continue
+        for k in range(4):
+            q = nbr[p, k]
+            if q >= 0 and board[q] == -color and libs[chain[q]] == 1:
+                found[count] = p
+                count += 1
+                break
+    if count:
+        return int(found[_below(rng, count)])
+    for p in range(n):
+        if not candidates[p]:
+            continue
+        rescues = False
+        liberties = 0
+        for k in range(4):
+            q = nbr[p, k]
+            if q < 0:
+                continue
+            if board[q] == 0:
+                liberties += 1
+            elif board[q] == color:
+                g = chain[q]
+                repeated = False
+                for j in range(k):
+                    r = nbr[p, j]
+                    if r >= 0 and chain[r] == g and board[r] == color:
+                        repeated = True
+                if not repeated:
+                    liberties += libs[g] - 1
+                    if libs[g] == 1:
+                        rescues = True
+        if rescues and liberties >= 2:
+            found[count] = p
+            count += 1
+    if count:
+        return int(found[_below(rng, count)])
+    return -1
+
+
+@njit(cache=True)
 def afterstate_logits(
     board: np.ndarray,
     color: int,
@@ -622,6 +688,7 @@ def simulate(
     lam: float,
     depth: int,
     greedy_moves: int,
+    tactics: bool,
     rng: np.ndarray,
     traces: tuple,
     ownership: np.ndarray,
@@ -631,9 +698,10 @@ def simulate(
 
     TD search's simulation (Sect. 4.2, 4.4): the players choose epsilon-greedily on the
     current afterstate values (Black maximising, White minimising V, ties broken at random)
-    for the first ``greedy_moves`` moves, then by the default policy, uniformly random (Sect.
-    4.5.1, the paper's T); both never fill their own single-point eyes and pass only without
-    another move (Sect. 3.2.1).  After every move the state two plies back is updated by
+    for the first ``greedy_moves`` moves, then by the default policy (Sect. 4.5.1, the paper's
+    T): uniformly random, or with ``tactics`` a capture or rescue first (`tactical_move`); both
+    players never fill their own single-point eyes and pass only without another move (Sect.
+    3.2.1).  After every move the state two plies back is updated by
     logistic NTD2(lambda) (`ntd2_update`), and at the end the last state of each colour
     learns from the reward, so every simulated state learns, the default policy's too.
     ``traces`` (`new_traces`, for the learnt weights) are empty before and after; the final
@@ -661,6 +729,9 @@ def simulate(
     candidates = np.zeros(n + 1, np.bool_)
     moves = np.empty(n, np.int32)
     values = np.empty(n)
+    chain = np.empty(n, np.int32)
+    libs = np.empty(n + 1, np.int32)
+    found = np.empty(n, np.int32)
     codes = np.empty(base.shape[0], np.int32)
     window_codes(board0, point_windows, point_powers, codes)
     frozen = logit(codes, base, index[:0], sign[:0], theta, fixed)  # the read-only memory's part
@@ -703,7 +774,9 @@ def simulate(
                     if _below(rng, ties) == 0:
                         action = moves[i]
         else:
-            action = moves[_below(rng, count)]
+            action = tactical_move(board, color, candidates, nbr, chain, libs, found, rng) if tactics else -1
+            if action < 0:
+                action = moves[_below(rng, count)]
         if action == n:
             passes += 1
         else:

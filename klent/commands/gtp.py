@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-root-moves", type=int, default=0,
                         help="modes td and dyna2: choose among the network policy's this many most probable moves, "
                         "by the simulated games' values (0: no network, every move; default: 0)")
+    parser.add_argument("--td-default-policy", choices=("random", "tactical"), default="random",
+                        help="modes td and dyna2: the simulated games' moves after the first few, uniformly random "
+                        "or captures and rescues of chains in atari first (default: random)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
     parser.add_argument("--memory", type=int, default=None,
@@ -99,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
-                            td_root_moves=args.td_root_moves),
+                            td_root_moves=args.td_root_moves, td_default_policy=args.td_default_policy),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,
