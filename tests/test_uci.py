@@ -463,7 +463,9 @@ def test_quit_mid_search_exits_cleanly(raw: RawEngine) -> None:
     raw.quiet_for(0.3)
     began = time.perf_counter()
     assert raw.close() == 0
-    assert time.perf_counter() - began < 3.0
+    # Below the engine's QUIT_JOIN_SECONDS (5 s): the search stopped rather than being abandoned
+    # (the process's own exit took up to 3.1 s on a machine with twice as many jobs as cores).
+    assert time.perf_counter() - began < 4.5
 
 
 # --- fuzzing the command grammar ---------------------------------------------------------------
