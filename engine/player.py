@@ -51,6 +51,8 @@ from engine.search.gumbel import GumbelConfig, UniformEvaluator, search, warm_up
 from engine.search.limits import SearchLimits
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
+from engine.search.rollout import RolloutMixed
+from engine.search.rollout import warm_up as warm_up_rollouts
 from engine.search.td import ShapeWeights, TdConfig, TdResult, TdSearch
 from engine.search.td import warm_up as warm_up_td
 from engine.search.tree import SearchTree
@@ -113,6 +115,10 @@ class PlayOptions:
     "tactical" (captures and rescues first, `engine.search.td.TdConfig`); the player's own
     options set it for the whole game.
 
+    ``rollout_weight``: Go's Gumbel search with leaf values (1 - w) v + w z, z the result of a
+    game played out from the leaf with tactical moves (`engine.search.rollout`, AlphaGo's
+    mixture); 0: the network's value alone.
+
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
     policy's ``td_root_moves`` most probable moves, so that the network's sense of shape picks
@@ -134,9 +140,12 @@ class PlayOptions:
     memory: int | None = None
     td_root_moves: int = 0
     td_default_policy: str = "random"
+    rollout_weight: float = 0.0
 
     def __post_init__(self) -> None:
         TdConfig(default_policy=self.td_default_policy)  # refuses an unknown policy now
+        if not 0.0 <= self.rollout_weight <= 1.0:
+            raise ValueError(f"rollout_weight must be within [0, 1], got {self.rollout_weight}")
         if self.td_root_moves < 0:
             raise ValueError(f"td_root_moves must be >= 0, got {self.td_root_moves}")
         if self.mode not in ("reactive", "search", *TD_MODES):
@@ -257,6 +266,7 @@ class Player:
         self.permanent = permanent
         self._seed = seed
         self._td: dict[str, TdSearch] = {}  # by mode: each keeps its transient memory for the game
+        self._rollouts: dict[float, RolloutMixed] = {}  # by rollout weight
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._initial: State = self.game.initial_state()
@@ -270,6 +280,9 @@ class Player:
         if options.mode in TD_MODES:
             self._td_search(options.mode)  # a game or weights it cannot play are refused now
             warm_up_td()
+        if options.rollout_weight:
+            self._leaf_evaluator(options)  # refused now for a game other than Go
+            warm_up_rollouts()
 
     @classmethod
     def load(
@@ -527,11 +540,23 @@ class Player:
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
-        result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
+        result = search(state, self._leaf_evaluator(opts), limits, config=config, rng=self._rng,
+                        trees=self._take_tree())
         with self._lock:
             self._tree = result.tree
             self._tree_actions = list(self._actions)
         return result
+
+    def _leaf_evaluator(self, opts: PlayOptions) -> Evaluator:
+        """The network, or with ``rollout_weight`` the network mixed with rollouts (made once per
+        weight and kept: its generator goes on from move to move)."""
+        if not opts.rollout_weight:
+            return self._network()
+        mixed = self._rollouts.get(opts.rollout_weight)
+        if mixed is None:
+            mixed = self._rollouts[opts.rollout_weight] = RolloutMixed(self._network(), opts.rollout_weight,
+                                                                       seed=self._seed)
+        return mixed
 
     def _take_tree(self) -> SearchTree | None:
         """`_reusable_tree`, detached (the rest of the tree let go) and forgotten by the player:

@@ -471,6 +471,111 @@ def tactical_move(
 
 
 @njit(cache=True)
+def playable_points(
+    board: np.ndarray,
+    color: int,
+    h: int,
+    seen: np.ndarray,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    mask: np.ndarray,
+    candidates: np.ndarray,
+    moves: np.ndarray,
+) -> int:
+    """The simulated players' moves: legal points that fill no own single-point eye, marked in
+    ``candidates`` and listed in ``moves``; returns their number (0: the player passes)."""
+    gk.legal_points(board, color, h, seen, nbr, zob, mask)
+    count = 0
+    for p in range(board.shape[0]):
+        ok = mask[p] and not own_eye(board, p, color, nbr, diag)
+        candidates[p] = ok
+        if ok:
+            moves[count] = p
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def default_move(
+    board: np.ndarray,
+    color: int,
+    candidates: np.ndarray,
+    moves: np.ndarray,
+    count: int,
+    tactics: bool,
+    nbr: np.ndarray,
+    chain: np.ndarray,
+    libs: np.ndarray,
+    found: np.ndarray,
+    rng: np.ndarray,
+) -> int:
+    """The default policy's move among ``count`` playable ones: with ``tactics`` a capture or
+    rescue when there is one (`tactical_move`), else uniformly random."""
+    action = tactical_move(board, color, candidates, nbr, chain, libs, found, rng) if tactics else -1
+    return action if action >= 0 else int(moves[_below(rng, count)])
+
+
+@njit(cache=True)
+def playout(
+    board0: np.ndarray,
+    seen0: np.ndarray,
+    hash0: int,
+    color0: int,
+    passes0: int,
+    move0: int,
+    max_moves: int,
+    komi: float,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    tactics: bool,
+    rng: np.ndarray,
+) -> float:
+    """One game played out from a position by the default policy alone, no learning; returns
+    Black's reward (1 win, 0 loss, 0.5 draw) under area scoring with ``komi``.  A leaf value
+    for a network's search (`engine.search.rollout`)."""
+    n = board0.shape[0]
+    steps = max(max_moves - move0, 0)
+    hist = np.empty((1, n), np.int8)
+    hist[0] = board0
+    new_hist = np.empty((1, n), np.int8)
+    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
+    seen[: seen0.shape[0]] = seen0
+    new_seen = np.empty_like(seen)
+    known = seen0.shape[0]
+    mask = np.empty(n + 1, np.bool_)
+    candidates = np.zeros(n + 1, np.bool_)
+    moves = np.empty(n, np.int32)
+    chain = np.empty(n, np.int32)
+    libs = np.empty(n + 1, np.int32)
+    found = np.empty(n, np.int32)
+    h = hash0
+    color = color0
+    passes = passes0
+    move = move0
+    while passes < 2 and move < max_moves:
+        count = playable_points(hist[0], color, h, seen[:known], nbr, zob, diag, mask, candidates, moves)
+        if count == 0:
+            passes += 1
+        else:
+            action = default_move(hist[0], color, candidates, moves, count, tactics, nbr, chain, libs, found, rng)
+            status, h = gk.play_stone(hist, seen[:known], h, action, color, nbr, zob, new_hist, new_seen[: known + 1])
+            if status != gk.OK:  # cannot happen for a move legal_points allowed
+                raise RuntimeError("playout played an illegal move")
+            hist, new_hist = new_hist, hist
+            seen, new_seen = new_seen, seen
+            known += 1
+            passes = 0
+        color = -color
+        move += 1
+    owner = np.empty(n, np.int8)
+    black, white = gk.area(hist[0], nbr, owner)
+    score = black - white - komi
+    return 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
+
+
+@njit(cache=True)
 def afterstate_logits(
     board: np.ndarray,
     color: int,
@@ -745,14 +850,7 @@ def simulate(
     t = 0
     while True:
         board = hist[0]
-        gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
-        count = 0
-        for p in range(n):
-            ok = mask[p] and not own_eye(board, p, color, nbr, diag)
-            candidates[p] = ok
-            if ok:
-                moves[count] = p
-                count += 1
+        count = playable_points(board, color, h, seen[:known], nbr, zob, diag, mask, candidates, moves)
         if count == 0:
             action = n
         elif t < greedy_moves and _uniform(rng) >= epsilon:
@@ -774,9 +872,7 @@ def simulate(
                     if _below(rng, ties) == 0:
                         action = moves[i]
         else:
-            action = tactical_move(board, color, candidates, nbr, chain, libs, found, rng) if tactics else -1
-            if action < 0:
-                action = moves[_below(rng, count)]
+            action = default_move(board, color, candidates, moves, count, tactics, nbr, chain, libs, found, rng)
         if action == n:
             passes += 1
         else:

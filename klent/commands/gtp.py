@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-weights", default=None,
                         help="Dyna-2's permanent weights; their board size is then the only one accepted "
                         "(default: weights/go<N>-td.npz for each board size N)")
+    parser.add_argument("--rollouts", type=float, default=0.0, metavar="WEIGHT",
+                        help="mode search: leaf values (1 - WEIGHT) x the network's + WEIGHT x the result of a game "
+                        "played out from the leaf with tactical moves (AlphaGo's mixture: 0.5; default: 0, none)")
     parser.add_argument("--td-root-moves", type=int, default=0,
                         help="modes td and dyna2: choose among the network policy's this many most probable moves, "
                         "by the simulated games' values (0: no network, every move; default: 0)")
@@ -70,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
+    if not 0 <= args.rollouts <= 1 or (args.rollouts and args.mode != "search"):
+        raise CommandError("--rollouts takes a weight within [0, 1], with --mode search")
     if args.td_root_moves < 0:
         raise CommandError("--td-root-moves must be >= 0")
     if args.td_root_moves and args.mode not in ("td", "dyna2"):
@@ -102,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
-                            td_root_moves=args.td_root_moves, td_default_policy=args.td_default_policy),
+                            td_root_moves=args.td_root_moves, td_default_policy=args.td_default_policy,
+                            rollout_weight=args.rollouts),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,
