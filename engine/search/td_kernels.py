@@ -471,6 +471,29 @@ def tactical_move(
 
 
 @njit(cache=True)
+def game_buffers(
+    board0: np.ndarray, seen0: np.ndarray, steps: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``hist``, ``new_hist`` (one board each, ``hist`` holding ``board0``), ``seen`` and
+    ``new_seen`` (``seen0`` first, room for ``steps`` more positions): what `gk.play_stone`
+    plays into, the two of each pair swapped after every stone."""
+    n = board0.shape[0]
+    hist = np.empty((1, n), np.int8)
+    hist[0] = board0
+    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
+    seen[: seen0.shape[0]] = seen0
+    return hist, np.empty((1, n), np.int8), seen, np.empty_like(seen)
+
+
+@njit(cache=True)
+def move_scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``mask``, ``candidates``, ``moves``, ``chain``, ``libs``, ``found``: the scratch arrays of
+    `playable_points` and `default_move` on a board of ``n`` points."""
+    return (np.empty(n + 1, np.bool_), np.zeros(n + 1, np.bool_), np.empty(n, np.int32), np.empty(n, np.int32),
+            np.empty(n + 1, np.int32), np.empty(n, np.int32))
+
+
+@njit(cache=True)
 def playable_points(
     board: np.ndarray,
     color: int,
@@ -536,20 +559,9 @@ def playout(
     Black's reward (1 win, 0 loss, 0.5 draw) under area scoring with ``komi``.  A leaf value
     for a network's search (`engine.search.rollout`)."""
     n = board0.shape[0]
-    steps = max(max_moves - move0, 0)
-    hist = np.empty((1, n), np.int8)
-    hist[0] = board0
-    new_hist = np.empty((1, n), np.int8)
-    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
-    seen[: seen0.shape[0]] = seen0
-    new_seen = np.empty_like(seen)
+    hist, new_hist, seen, new_seen = game_buffers(board0, seen0, max(max_moves - move0, 0))
     known = seen0.shape[0]
-    mask = np.empty(n + 1, np.bool_)
-    candidates = np.zeros(n + 1, np.bool_)
-    moves = np.empty(n, np.int32)
-    chain = np.empty(n, np.int32)
-    libs = np.empty(n + 1, np.int32)
-    found = np.empty(n, np.int32)
+    mask, candidates, moves, chain, libs, found = move_scratch(n)
     h = hash0
     color = color0
     passes = passes0
@@ -823,20 +835,10 @@ def simulate(
     slot_sign = np.empty((3, features), np.int8)
     slot_count = np.zeros(3, np.int64)
     slot_fixed = np.zeros(3)
-    hist = np.empty((1, n), np.int8)
-    hist[0] = board0
-    new_hist = np.empty((1, n), np.int8)
-    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
-    seen[: seen0.shape[0]] = seen0
-    new_seen = np.empty_like(seen)
+    hist, new_hist, seen, new_seen = game_buffers(board0, seen0, steps)
     known = seen0.shape[0]
-    mask = np.empty(n + 1, np.bool_)
-    candidates = np.zeros(n + 1, np.bool_)
-    moves = np.empty(n, np.int32)
+    mask, candidates, moves, chain, libs, found = move_scratch(n)
     values = np.empty(n)
-    chain = np.empty(n, np.int32)
-    libs = np.empty(n + 1, np.int32)
-    found = np.empty(n, np.int32)
     codes = np.empty(base.shape[0], np.int32)
     window_codes(board0, point_windows, point_powers, codes)
     frozen = logit(codes, base, index[:0], sign[:0], theta, fixed)  # the read-only memory's part
