@@ -56,12 +56,13 @@ from engine.search.rollout import warm_up as warm_up_rollouts
 from engine.search.td import ShapeWeights, TdConfig, TdResult, TdSearch
 from engine.search.td import warm_up as warm_up_td
 from engine.search.tree import SearchTree
-from engine.timecontrol import move_budget
+from engine.timecontrol import GameClock, TimeSettings, move_budget
 
 __all__ = [
-    "DEFAULT_WEIGHTS_DIR", "PRECISIONS", "Decision", "Judgement", "ModelInfo", "MoveRule", "MoveStat", "Ownership",
-    "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "default_threads", "load_td_weights",
-    "model_path_for", "move_budget", "read_model_info", "td_weights_path_for", "write_text_atomically",
+    "DEFAULT_WEIGHTS_DIR", "PRECISIONS", "Decision", "GameClock", "Judgement", "ModelInfo", "MoveRule", "MoveStat",
+    "Ownership", "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "TimeSettings",
+    "default_threads", "load_td_weights", "model_path_for", "move_budget", "read_model_info", "td_weights_path_for",
+    "write_text_atomically",
 ]
 
 Mode = Literal["reactive", "search", "td", "dyna2"]

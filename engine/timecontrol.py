@@ -39,9 +39,17 @@ Mapping other clocks onto these arguments:
   in the period and ``moves_to_go`` = stones; in main time (stones = 0): sudden death.
 * Japanese byo-yomi: in main time, sudden death on the main time (the periods are a spare);
   in byo-yomi, ``remaining`` = one period and ``moves_to_go`` = 1.
+
+Go's clocks (absolute time, Canadian and Japanese byo-yomi) have state of their own: a move in
+main time can run into the first period, and a period starts again after its stones.
+`GameClock` keeps both sides' clocks under one `TimeSettings` and maps them onto `move_budget`
+as above; GTP's ``time_settings``, ``kgs-time_settings`` and ``time_left`` only fill it in.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 DEFAULT_OVERHEAD = 0.1  # seconds of lag per move assumed when the front end gives no figure
 DEFAULT_EXPECTED_MOVES = 30  # moves still to play in sudden death (chess)
@@ -81,3 +89,106 @@ def move_budget(
     if sudden_death:
         usable *= SUDDEN_DEATH_MAX_SHARE
     return max(0.0, min(budget, usable))
+
+
+TimeSystem = Literal["none", "absolute", "canadian", "byoyomi"]
+
+
+@dataclass(frozen=True)
+class TimeSettings:
+    """A time system: main time, then byo-yomi periods of ``period`` seconds.
+
+    ``stones`` is the stones per Canadian period, or the number of Japanese periods.
+    """
+
+    system: TimeSystem = "none"
+    main: float = 0.0
+    period: float = 0.0
+    stones: int = 0
+
+
+@dataclass
+class SideClock:
+    """What is left on one side's clock: seconds, and stones (0 = still in main time).
+
+    In byo-yomi the seconds are those of the current period, and the stones those still to
+    play in it (Canadian) or the periods left (Japanese).
+    """
+
+    seconds: float
+    stones: int
+
+
+class GameClock:
+    """Both sides' clocks under one `TimeSettings`.
+
+    ``margin`` is the seconds of lag kept per move.  When the controller reports no time left,
+    our own thinking time is deducted locally (`spend`).
+    """
+
+    def __init__(self, settings: TimeSettings = TimeSettings(), margin: float = 0.5) -> None:
+        self.margin = margin
+        self.settings = settings
+        self.sides: dict[int, SideClock] = {}
+        self.reset(settings)
+
+    def reset(self, settings: TimeSettings) -> None:
+        """New time settings: both clocks start full."""
+        self.settings = settings
+        self.sides = {color: self._fresh() for color in (0, 1)}
+
+    def _fresh(self) -> SideClock:
+        s = self.settings
+        if s.main > 0 or s.system in ("none", "absolute"):
+            return SideClock(s.main, 0)
+        return SideClock(s.period, s.stones if s.system == "canadian" else 1)
+
+    def time_left(self, color: int, seconds: float, stones: int) -> None:
+        """The controller's reading of ``color``'s clock (see `SideClock`)."""
+        if seconds < 0 or stones < 0:
+            raise ValueError("time and stones must be >= 0")
+        self.sides[color] = SideClock(seconds, stones)
+
+    def budget(self, color: int, empty_points: int) -> float | None:
+        """Seconds the move of ``color`` may think, or None for no limit.
+
+        Mapped onto `move_budget` as the module docstring describes: in byo-yomi the period's
+        stones are the moves to go (Japanese: one move per period); in main time it is sudden
+        death on the main time with max(10, empty/2) own moves still expected (the byo-yomi
+        periods are a spare).
+        """
+        s = self.settings
+        if s.system == "none":
+            return None
+        side = self.sides[color]
+        if side.stones > 0 and s.system == "canadian":
+            return move_budget(side.seconds, moves_to_go=side.stones, overhead=self.margin)
+        if side.stones > 0 and s.system == "byoyomi":
+            return move_budget(min(side.seconds, s.period), moves_to_go=1, overhead=self.margin)
+        expected = max(10, empty_points // 2)
+        return move_budget(side.seconds, overhead=self.margin, expected_moves=expected)
+
+    def spend(self, color: int, seconds: float) -> None:
+        """Deduct a move's thinking time (until the controller's next `time_left` corrects it)."""
+        s = self.settings
+        if s.system == "none":
+            return
+        side = self.sides[color]
+        if side.stones == 0:
+            side.seconds -= seconds
+            if side.seconds >= 0 or s.system == "absolute":
+                side.seconds = max(0.0, side.seconds)
+                return
+            # Main time ran out during this move: the overflow is taken from the first period.
+            overflow = -side.seconds
+            side.seconds = max(0.0, s.period - overflow)
+            side.stones = s.stones if s.system == "canadian" else 1
+            seconds = 0.0
+        side.seconds -= seconds
+        if s.system == "canadian":
+            side.stones -= 1
+            if side.stones <= 0:  # period complete: a new one starts
+                side.seconds, side.stones = s.period, s.stones
+        elif s.system == "byoyomi":
+            side.seconds = s.period  # a move inside the period resets it
+        side.seconds = max(0.0, side.seconds)

@@ -23,8 +23,8 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   page play by the same rules.  Dead stones are judged by the model's ownership head, unless
   `GtpConfig.judge_dead_stones` is off (``--all-stones-alive``).  A pass that ends the game
   with our win is never counted towards resigning.
-* **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed a `GameClock`; each move
-  searches for the clock's budget (`engine.timecontrol.move_budget`, keeping ``margin`` seconds
+* **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed the engine's `GameClock`;
+  each move searches for the clock's budget (`engine.timecontrol`, keeping ``margin`` seconds
   of lag per move), capped by the configured simulations; a budget of 0 plays reactively.
 * **Scoring.**  `final_score` is the judged score (`engine.player.Player.judged`) and
   `final_status_list dead` the stones the ownership head calls dead; without that head, the
@@ -73,6 +73,7 @@ from engine.player import (
     DEFAULT_WEIGHTS_DIR,
     TD_MODES,
     Decision,
+    GameClock,
     Judgement,
     MoveRule,
     Player,
@@ -85,8 +86,8 @@ from engine.player import (
     write_text_atomically,
 )
 from protocols.go_text import board_text
-from protocols.gtp_clock import GameClock, TimeSettings, gtp_float, gtp_int
-from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, parse, reply_head
+from protocols.gtp_clock import gtp_time_settings, kgs_time_settings
+from protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, gtp_float, gtp_int, parse, reply_head
 
 PROTOCOL_VERSION = "2"
 DEFAULT_SIZE = 19
@@ -437,7 +438,7 @@ class GtpEngine:
         if len(args) != 3:
             raise GtpError("syntax error")
         try:
-            settings = TimeSettings.from_gtp(gtp_float(args[0]), gtp_float(args[1]), gtp_int(args[2]))
+            settings = gtp_time_settings(gtp_float(args[0]), gtp_float(args[1]), gtp_int(args[2]))
         except ValueError:
             raise GtpError("syntax error") from None
         self.clock.reset(settings)
@@ -445,7 +446,7 @@ class GtpEngine:
 
     def cmd_kgs_time_settings(self, args: list[str]) -> str:
         try:
-            settings = TimeSettings.from_kgs(args)
+            settings = kgs_time_settings(args)
         except ValueError as error:
             raise GtpError(f"syntax error ({error})") from None
         self.clock.reset(settings)

@@ -4,17 +4,21 @@ Section 2 of the GTP 2 specification: control characters other than HT and LF ar
 HT becomes a space, everything after ``#`` is a comment, lines that are then empty (or only
 white space) are ignored, an optional leading integer is the command id, and the command name
 is the next word.  Replies are ``=[id] text`` or ``?[id] message`` followed by one empty line;
-a reply's text never contains an empty line (we collapse them).
+a reply's text never contains an empty line (we collapse them).  Numbers in arguments are
+ASCII decimals (`gtp_float`, `gtp_int`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
 MAX_LINE = 65536  # characters; a longer command line is answered "? command line too long"
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
+_INT = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -61,3 +65,25 @@ def format_reply(command_id: str, text: str = "", ok: bool = True) -> str:
     body = "\n".join(line for line in text.replace("\r", "").split("\n") if line.strip())
     head = reply_head(command_id, ok)
     return f"{head} {body}\n\n" if body else f"{head}\n\n"
+
+
+def gtp_float(text: str) -> float:
+    """A GTP float argument: a finite decimal in ASCII digits ("7.5", "-0.5", "30").
+
+    Python's ``float`` also takes "nan", "inf", "1e3", "1_000" and other scripts' digits;
+    no controller means those, and a NaN or infinite time or komi would poison every later
+    budget or score, so they are refused.  Raises ValueError.
+    """
+    if _FLOAT.fullmatch(text):
+        number = float(text)
+        if math.isfinite(number):  # 400 digits match, and float() makes them inf
+            return number
+    raise ValueError(f"not a decimal number: {text!r}")
+
+
+def gtp_int(text: str) -> int:
+    """A GTP int argument: an unsigned integer in ASCII digits (``int`` would take "1_000"
+    and other scripts' digits).  Raises ValueError."""
+    if not _INT.fullmatch(text):
+        raise ValueError(f"not an unsigned integer: {text!r}")
+    return int(text)

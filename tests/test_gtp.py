@@ -13,8 +13,9 @@ from sgfmill import sgf
 
 from engine.games.go import GoGame
 from engine.games.sgf import read_sgf
+from engine.timecontrol import GameClock
 from protocols.engine_process import GtpFailure, GtpProcess
-from protocols.gtp_clock import GameClock, TimeSettings
+from protocols.gtp_clock import gtp_time_settings, kgs_time_settings
 from protocols.gtp_wire import parse
 
 
@@ -186,14 +187,14 @@ def test_time_commands(gtp) -> None:
 
 
 def test_clock_budgets_keep_a_margin() -> None:
-    clock = GameClock(TimeSettings.from_gtp(0, 10, 5), margin=0.2)
+    clock = GameClock(gtp_time_settings(0, 10, 5), margin=0.2)
     assert 0 < clock.budget(0, 81) < 10 / 5 - 0.2  # Canadian: 5 stones in 10 s
-    clock.reset(TimeSettings.from_kgs(["absolute", "60"]))
+    clock.reset(kgs_time_settings(["absolute", "60"]))
     assert 0 < clock.budget(0, 81) < 60 / 40
     clock.time_left(0, 0.3, 0)
     assert clock.budget(0, 81) == 0.0  # nearly flagged: reactive move
-    assert GameClock(TimeSettings.from_gtp(10, 5, 0)).budget(0, 81) is None  # no time limit
-    clock.reset(TimeSettings.from_kgs(["byoyomi", "0", "5", "3"]))
+    assert GameClock(gtp_time_settings(10, 5, 0)).budget(0, 81) is None  # no time limit
+    clock.reset(kgs_time_settings(["byoyomi", "0", "5", "3"]))
     assert 0 < clock.budget(1, 81) <= 5 - 2 * 0.2
 
 
