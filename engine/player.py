@@ -156,6 +156,17 @@ class PlayOptions:
         if self.mode != "reactive" and self.simulations is None and self.time is None:
             raise ValueError(f"{self.mode} needs a number of simulations or a time budget")
 
+    def within(self, budget: float | None) -> PlayOptions:
+        """These options for a move that may think ``budget`` seconds (a clock's, None: no
+        limit): a search within the budget (and within ``time``); out of time, the network's one
+        call, or TD search's choice on what its memory already knows.  Reactive play is not
+        timed."""
+        if self.mode == "reactive" or budget is None:
+            return self
+        if budget <= 0:
+            return replace(self, simulations=0) if self.mode in TD_MODES else replace(self, mode="reactive")
+        return replace(self, time=budget if self.time is None else min(budget, self.time))
+
 
 @dataclass(frozen=True)
 class MoveStat:
@@ -397,8 +408,7 @@ class Player:
         by playouts, as Monte-Carlo programs judge them.  A search of its own runs them, so the
         game's transient memory is left as it was."""
         if state.is_terminal:
-            board = state.board().ravel()
-            state = state.game.setup_state(np.flatnonzero(board == 1), np.flatnonzero(board == -1), state.to_play)
+            state = state.game.board_position(state, state.to_play)
         judge_search = TdSearch(state.game, TdConfig(seed=self._seed), self.permanent)
         owner = judge_search.choose(state, simulations=JUDGE_SIMULATIONS).ownership
         return None if owner is None else Ownership(owner=owner, score=None)

@@ -64,8 +64,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-import numpy as np
-
 from engine.games.base import GameFormatError, IllegalMoveError
 from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from engine.games.sgf import read_sgf, result_text, write_sgf
@@ -261,13 +259,7 @@ class GtpEngine:
     def _default_size(self) -> int:
         """19 if there is a model for it, else 9 if there is one for 9, else the smallest (the
         files are Dyna-2's weights in mode "dyna2"; TD search needs none)."""
-        if self._model_size:
-            return self._model_size
-        if self.options.mode == "td":
-            return DEFAULT_SIZE
-        suffix = "-td.npz" if self.options.mode == "dyna2" else ".onnx"
-        sizes = (p.name[2 : -len(suffix)] for p in Path(self.config.weights_dir).glob(f"go*{suffix}"))
-        available = sorted(int(n) for n in sizes if n.isdigit() and MIN_SIZE <= int(n) <= MAX_SIZE)
+        available = [size for size in range(MIN_SIZE, MAX_SIZE + 1) if self._has_model(size)]
         if not available or DEFAULT_SIZE in available:
             return DEFAULT_SIZE
         return 9 if 9 in available else available[0]
@@ -304,8 +296,7 @@ class GtpEngine:
         state = self.state
         if state.to_play == colour and not state.is_terminal:
             return state
-        board = state.board().ravel()
-        return self.game.setup_state(np.flatnonzero(board == 1), np.flatnonzero(board == -1), colour)
+        return self.game.board_position(state, colour)
 
     def _play(self, colour: int, action: int) -> None:
         """Play ``action`` for ``colour``; raises `IllegalMoveError` before anything changes."""
@@ -485,7 +476,8 @@ class GtpEngine:
         """
         state = self._line_for(colour)
         player = self.player(state)
-        options = replace(self._move_options(colour, int((state.board() == 0).sum())), cleanup=cleanup)
+        budget = self.clock.budget(colour, empty_points=int((state.board() == 0).sum()))
+        options = replace(self.options.within(budget), cleanup=cleanup)
         if analysed:
             options = replace(options, top_moves=self.game.num_actions)
         decision = player.decide(options)
@@ -493,20 +485,6 @@ class GtpEngine:
         if decision.rule is not MoveRule.PASS_WINS and self._resign[colour].should_resign(decision.value):
             return decision, None
         return decision, decision.action
-
-    def _move_options(self, colour: int, empty_points: int) -> PlayOptions:
-        """The options of a move on the clock: a search within the clock's budget; out of time,
-        the network's one call, or TD search's choice on what its memory already knows."""
-        options = self.options
-        if options.mode == "reactive":
-            return options
-        budget = self.clock.budget(colour, empty_points)
-        if budget is None:
-            return options
-        if budget <= 0:
-            return replace(options, simulations=0) if options.mode in TD_MODES else replace(options, mode="reactive")
-        time = budget if options.time is None else min(budget, options.time)
-        return replace(options, time=time)
 
     def _judged(self, state: GoState) -> Judgement:
         """``state`` as a referee counts it (`Player.judged`); every stone alive when no model

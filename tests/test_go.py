@@ -317,6 +317,13 @@ def test_setup_state_validates_and_starts_the_history() -> None:
         game.setup_state(black=[0], white=[1, 9])
 
 
+def test_board_position_forgets_the_game_line() -> None:
+    game = GoGame(9)
+    state = play_text(game.initial_state(), "E5", "D4")
+    again = game.board_position(state, to_play=0)
+    assert drawn(again) == drawn(state) and again.to_play == 0 and again.start() is again
+
+
 @pytest.mark.parametrize("komi", [150.5, -1e308, float("nan"), float("inf")])
 def test_komi_beyond_150_or_not_finite_is_refused(komi: float) -> None:
     with pytest.raises(ValueError, match="komi"):

@@ -150,6 +150,16 @@ def test_ponder_move_depth_and_seldepth(player: Player) -> None:
     assert player.decide(PlayOptions(simulations=8, ponder=True)).ponder is None  # the move wins
 
 
+def test_options_within_a_clock_budget() -> None:
+    search = PlayOptions(simulations=400, time=2.0)
+    assert search.within(None) is search
+    assert search.within(5.0).time == 2.0 and search.within(0.5) == PlayOptions(simulations=400, time=0.5)
+    assert search.within(0.0).mode == "reactive"  # out of time: the network's one call
+    assert PlayOptions(mode="td", simulations=100).within(0.0).simulations == 0  # what TD's memory knows
+    reactive = PlayOptions(mode="reactive")
+    assert reactive.within(1.0) is reactive
+
+
 # --- resigning ---------------------------------------------------------------------------------
 
 

@@ -314,6 +314,15 @@ class GoGame(BoardGame):
         seen = np.array([position_hash], dtype=np.int64)
         return GoState(self, hist, seen, position_hash, to_play, 0, 0, None, None)
 
+    def board_position(self, state: GoState, to_play: int) -> GoState:
+        """``state``'s stones as a set-up position of this game with ``to_play`` to move.
+
+        Its game line is forgotten: what a controller's two moves of one colour in a row, a
+        game continued after it ended, or a change of komi leave as the start of a new line.
+        """
+        board = state.board().ravel()
+        return self.setup_state(np.flatnonzero(board == 1), np.flatnonzero(board == -1), to_play)
+
     def _has_liberty(self, board: np.ndarray, point: int) -> bool:
         """Whether the group at ``point`` touches an empty point (plain flood fill, set-up only)."""
         color = board[point]
@@ -397,8 +406,7 @@ class GoGame(BoardGame):
         if state.game.size != self.size:
             raise ValueError(f"cannot replay a {state.game.name} game as {self.name}")
         start = state.start()
-        board = start._hist[0]
-        new = self.setup_state(np.flatnonzero(board == 1), np.flatnonzero(board == -1), start.to_play)
+        new = self.board_position(start, start.to_play)
         for action in state.moves():
             new = new.play(action)
         return new
