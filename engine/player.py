@@ -49,6 +49,7 @@ from engine.network import (
 from engine.resign import ResignTracker
 from engine.search.gumbel import GumbelConfig, UniformEvaluator, search, warm_up
 from engine.search.limits import SearchLimits
+from engine.search.qtransforms import RESCALE_EPSILON
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
 from engine.search.rollout import RolloutMixed
@@ -116,6 +117,10 @@ class PlayOptions:
     "tactical" (captures and rescues first, `engine.search.td.TdConfig`); the player's own
     options set it for the whole game.
 
+    ``rescale_floor``: the Gumbel search's floor on the span of completed Q that its min-max
+    rescaling divides by (`engine.search.qtransforms`); mctx's 1e-8 lets differences of 1e-6
+    between children decide once the value head calls the game won or lost.
+
     ``rollout_weight``: Go's Gumbel search with leaf values (1 - w) v + w z, z the result of a
     game played out from the leaf with tactical moves (`engine.search.rollout`, AlphaGo's
     mixture); 0: the network's value alone.
@@ -142,8 +147,11 @@ class PlayOptions:
     td_root_moves: int = 0
     td_default_policy: str = "random"
     rollout_weight: float = 0.0
+    rescale_floor: float = RESCALE_EPSILON
 
     def __post_init__(self) -> None:
+        if not 0.0 < self.rescale_floor <= 2.0:
+            raise ValueError(f"rescale_floor must be within (0, 2], got {self.rescale_floor}")
         TdConfig(default_policy=self.td_default_policy)  # refuses an unknown policy now
         if not 0.0 <= self.rollout_weight <= 1.0:
             raise ValueError(f"rollout_weight must be within [0, 1], got {self.rollout_weight}")
@@ -179,6 +187,7 @@ class MoveStat:
     visits: int  # visits in the search tree, including those kept from earlier searches
     policy: float  # improved policy probability (the engine's preference after search)
     pv: list[str] = field(default_factory=list)
+    outcome: float | None = None  # the result ``pv`` reaches, +1 won to -1 lost; None: the game goes on
 
     @property
     def winrate(self) -> float:
@@ -202,6 +211,7 @@ class Decision:
     seldepth: int  # plies to the deepest position searched, at least the PV's length
     visits: int  # visits of the searched tree, inherited ones included (0 for reactive play)
     rule: MoveRule | None = None  # the Go move rule that chose the move instead of the network
+    outcome: float | None = None  # the result ``pv`` reaches, +1 won to -1 lost; None: the game goes on
 
     @property
     def depth(self) -> int:
@@ -550,7 +560,7 @@ class Player:
         return _search_result(chosen, prior)
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
-        config = GumbelConfig(gumbel_scale=opts.gumbel_scale)
+        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=opts.rescale_floor)
         result = search(state, self._leaf_evaluator(opts), limits, config=config, rng=self._rng,
                         trees=self._take_tree())
         with self._lock:
@@ -602,28 +612,31 @@ class Player:
         def line(first: int) -> list[int]:
             return tree.principal_variation(first=first) if tree is not None else [first]
 
-        action = chosen if chosen in allowed else min(allowed, key=preference)
-        # The chosen move first, then by visits and by the improved policy.
-        order = sorted(allowed, key=lambda a: (a != action, *preference(a)))
-        top = [
-            MoveStat(
+        def stat(a: int) -> MoveStat:
+            pv, outcome = _played_out(state, line(a))
+            return MoveStat(
                 action=a,
                 move=game.action_to_text(state, a),
                 prior=float(result.prior[a]),
                 q=float(result.q[a]),
                 visits=visits.get(a, 0),
                 policy=float(result.improved_policy[a]),
-                pv=_pv_text(state, line(a)),
+                pv=pv,
+                outcome=outcome,
             )
-            for a in order[: opts.top_moves]
-        ]
+
+        action = chosen if chosen in allowed else min(allowed, key=preference)
+        # The chosen move first, then by visits and by the improved policy.
+        order = sorted(allowed, key=lambda a: (a != action, *preference(a)))
+        top = [stat(a) for a in order[: opts.top_moves]]
         pv = line(action)
+        pv_text, outcome = _played_out(state, pv)
         return Decision(
             action=action,
             move=game.action_to_text(state, action),
             value=float(result.value),
             top_moves=top,
-            pv=_pv_text(state, pv),
+            pv=pv_text,
             simulations=result.simulations,
             elapsed=result.elapsed,
             result=result,
@@ -631,6 +644,7 @@ class Player:
             seldepth=max(tree.depth() if tree is not None else 0, len(pv)),
             visits=tree.visits if tree is not None else 0,
             rule=rule if action == chosen else None,
+            outcome=outcome,
         )
 
     def _expected_reply(self, state: State, pv: list[int], tree: SearchTree | None, evaluate: bool) -> str | None:
@@ -686,12 +700,13 @@ def _winrate(value: float) -> float:
     return (value + 1.0) / 2.0
 
 
-def _pv_text(state: State, actions: Sequence[int]) -> list[str]:
-    """Move texts of a principal variation played out from ``state``."""
-    texts = []
+def _played_out(state: State, actions: Sequence[int]) -> tuple[list[str], float | None]:
+    """Move texts of a principal variation played out from ``state``, and the result it reaches
+    for ``state``'s side to move (None: the game goes on): a protocol reports a mate from it."""
+    side, texts = state.to_play, []
     for action in actions:
         if state.is_terminal:
             break
         texts.append(state.game.action_to_text(state, int(action)))
         state = state.play(int(action))
-    return texts
+    return texts, state.reward_for(side) if state.is_terminal else None

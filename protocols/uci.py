@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Literal, TextIO
@@ -70,6 +70,7 @@ from engine.player import (
     DEFAULT_WEIGHTS_DIR,
     PRECISIONS,
     Decision,
+    MoveStat,
     Player,
     PlayOptions,
     default_threads,
@@ -264,16 +265,14 @@ class _Settings:
 
 
 class _Job:
-    """One ``go``: its position, limits, and the events the main thread signals it with.
+    """One ``go``: its player (at the position), limits, and the events the main thread signals it with.
 
     ``interrupt`` ends the running ``decide`` call (stop, quit, ponderhit); ``stopped`` says the
     whole search must end; ``ponderhit`` that the pondered move was played.
     """
 
-    def __init__(self, player: Player, state: State, go: GoCommand, settings: _Settings,
-                 start: float, budget: float | None) -> None:
+    def __init__(self, player: Player, go: GoCommand, settings: _Settings, start: float, budget: float | None) -> None:
         self.player = player
-        self.state = state
         self.go = go
         self.settings = settings
         self.start = start
@@ -499,7 +498,7 @@ class UciEngine:
             return
         player.set_position(self._initial, self._actions)
         settings = self._settings()
-        job = _Job(player, state, go, settings, start, _time_budget(go, state.to_play, settings.overhead))
+        job = _Job(player, go, settings, start, _time_budget(go, state.to_play, settings.overhead))
         thread = threading.Thread(target=self._think, args=(job,), name="uci-search", daemon=True)
         with self._lock:
             self._job, self._thread = job, thread
@@ -650,7 +649,7 @@ class UciEngine:
         def update(decision: Decision) -> bool:
             job.simulations += decision.simulations
             self._report(job, decision)
-            return depth is None or (decision.depth < depth and not _played_out(job.state, decision.pv).is_terminal)
+            return depth is None or (decision.depth < depth and decision.outcome is None)
 
         return job.player.analyse(
             update, job.interrupt, _options(job),
@@ -666,7 +665,7 @@ class UciEngine:
         elapsed = time.perf_counter() - job.start
         nodes = job.simulations
         for rank, line in enumerate(decision.top_moves, start=1):
-            mate = _mate_in(job.state, line.pv)
+            mate = _mate_in(line)
             score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q)}"
             if job.settings.show_wdl:
                 score += " wdl {} {} {}".format(*wdl(line.q))
@@ -701,18 +700,10 @@ def _time_budget(go: GoCommand, to_play: int, overhead: float) -> float | None:
     return min(budgets) if budgets else None
 
 
-def _played_out(state: State, pv: Iterable[str]) -> State:
-    """The position at the end of a PV (a PV never continues past the end of the game)."""
-    for text in pv:
-        state = state.play(state.game.text_to_action(state, text))
-    return state
-
-
-def _mate_in(state: State, pv: list[str]) -> int | None:
+def _mate_in(line: MoveStat) -> int | None:
     """Moves to the won or lost end the PV reaches (checkmate in chess), counted the UCI way:
     N > 0 if the side to move wins in N of its moves, -N if it loses after N of its moves."""
-    end = _played_out(state, pv)
-    if not end.is_terminal or end.outcome() == 0:
+    if not line.outcome:  # the game goes on, or ends drawn
         return None
-    moves = (len(pv) + 1) // 2
-    return moves if end.reward_for(state.to_play) > 0 else -moves
+    moves = (len(line.pv) + 1) // 2
+    return moves if line.outcome > 0 else -moves

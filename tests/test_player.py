@@ -147,7 +147,9 @@ def test_ponder_move_depth_and_seldepth(player: Player) -> None:
     assert reactive.ponder in ("+1", "+2") and reactive.seldepth == 1 and reactive.visits == 0
     for action in (1, 1, 1):
         player.play(action)
-    assert player.decide(PlayOptions(simulations=8, ponder=True)).ponder is None  # the move wins
+    won = player.decide(PlayOptions(simulations=8, ponder=True))
+    assert won.ponder is None and won.outcome == 1.0  # the move wins
+    assert all(m.outcome == 1.0 and len(m.pv) == 1 for m in won.top_moves)
 
 
 def test_options_within_a_clock_budget() -> None:
