@@ -40,17 +40,30 @@ def test_completed_q_by_hand() -> None:
 
 def test_sigma_by_hand() -> None:
     # rescaled: (cq + 0.2) / 0.6 = (1, 0, 0.59375); sigma = (50 + max N = 2) * 1 * rescaled
-    assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 50.0, 1.0) == pytest.approx([52.0, 0.0, 30.875])
-    assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 10.0, 0.5) == pytest.approx([6.0, 0.0, 3.5625])
+    assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 50.0, 1.0, 1e-8) == pytest.approx([52.0, 0.0, 30.875])
+    assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 10.0, 0.5, 1e-8) == pytest.approx([6.0, 0.0, 3.5625])
 
 
 def test_improved_policy_is_the_softmax_of_logits_plus_sigma() -> None:
     expected = np.exp(LOGITS + [6.0, 0.0, 3.5625])
-    assert call(improved_policy, LOGITS, VISITS, Q, RAW_VALUE, 10.0, 0.5) == pytest.approx(expected / expected.sum())
+    policy = call(improved_policy, LOGITS, VISITS, Q, RAW_VALUE, 10.0, 0.5, 1e-8)
+    assert policy == pytest.approx(expected / expected.sum())
 
 
 def test_sigma_of_equal_values_is_zero() -> None:
-    assert call(sigma_q, LOGITS, np.zeros(3, np.int32), Q, RAW_VALUE, 50.0, 1.0) == pytest.approx([0, 0, 0])
+    assert call(sigma_q, LOGITS, np.zeros(3, np.int32), Q, RAW_VALUE, 50.0, 1.0, 1e-8) == pytest.approx([0, 0, 0])
+
+
+def test_the_floor_keeps_near_equal_values_from_deciding() -> None:
+    """Children a millionth apart (a game the value head calls lost): with mctx's floor the
+    millionth is rescaled to the whole sigma range; with a floor of 0.1 it adds next to nothing,
+    and a real difference above the floor is rescaled as before."""
+    saturated = np.array([-1.0, -0.999999, -1.0])
+    visits = np.ones(3, np.int32)
+    assert call(sigma_q, LOGITS, visits, saturated, -1.0, 50.0, 1.0, 1e-8) == pytest.approx([0.0, 51.0, 0.0])
+    assert call(sigma_q, LOGITS, visits, saturated, -1.0, 50.0, 1.0, 0.1).max() == pytest.approx(51e-5)
+    assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 50.0, 1.0, 0.1) == pytest.approx([52.0, 0.0, 30.875])
+    assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 50.0, 1.0, 1.2) == pytest.approx([26.0, 0.0, 15.4375])
 
 
 def test_interior_rule_by_hand() -> None:

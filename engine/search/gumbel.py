@@ -48,7 +48,7 @@ from engine.games.countup import CountUpGame
 from engine.network import Evaluation, Evaluator, apply_legal_mask, softmax, state_values
 from engine.search.action_selection import final_action
 from engine.search.limits import Clock, SearchLimits
-from engine.search.qtransforms import completed_q, improved_policy, sigma_q
+from engine.search.qtransforms import RESCALE_EPSILON, completed_q, improved_policy, sigma_q
 from engine.search.result import SearchResult
 from engine.search.seq_halving import considered_visits, num_considered
 from engine.search.simulate import backup_all, children_q, release_all, select_wave
@@ -67,13 +67,16 @@ class GumbelConfig:
     replacement), 0 or 1 at play time.  ``wave_size`` is the most descents per root before
     their leaves are evaluated (larger batches, slightly staler statistics); ``max_batch`` caps
     the states per evaluator call, which bounds how late a stop flag is noticed; the default of
-    64 is meant for a CPU, raise it on a GPU, where larger batches pay.
+    64 is meant for a CPU, raise it on a GPU, where larger batches pay.  ``rescale_floor`` is
+    the smallest span of a node's completed Q that the min-max rescaling divides by
+    (`qtransforms`: mctx's 1e-8 by default, as in training).
     """
 
     max_considered: int = 16
     gumbel_scale: float = 1.0
     c_visit: float = 50.0
     c_scale: float = 1.0
+    rescale_floor: float = RESCALE_EPSILON
     wave_size: int = 32
     max_batch: int = 64
 
@@ -181,7 +184,7 @@ class _Search:
             count = select_wave(
                 self.forest.arrays, self.roots, self.root_offset, self.gumbel, self.base_visits, self.sims_done,
                 self.sims_total, self.targets, self.phase_start, self.schedule_offset,
-                self.config.wave_size, self.config.c_visit, self.config.c_scale,
+                self.config.wave_size, self.config.c_visit, self.config.c_scale, self.config.rescale_floor,
                 out_root, out_node, out_edge,
             )
             if not self._expand(out_root[:count], out_node[:count], out_edge[:count]):
@@ -276,12 +279,12 @@ class _Search:
         prior_logits = forest.prior[edges]
         visits = forest.visits[edges]
         raw_value = forest.raw_value[root]
-        c_visit, c_scale = self.config.c_visit, self.config.c_scale
+        c_visit, c_scale, floor = self.config.c_visit, self.config.c_scale, self.config.rescale_floor
         q, cq, sigma, improved = (np.empty(visits.size) for _ in range(4))
         children_q(forest.arrays, root, q)
         completed_q(prior_logits, visits, q, raw_value, cq)
-        sigma_q(prior_logits, visits, q, raw_value, c_visit, c_scale, sigma)
-        improved_policy(prior_logits, visits, q, raw_value, c_visit, c_scale, improved)
+        sigma_q(prior_logits, visits, q, raw_value, c_visit, c_scale, floor, sigma)
+        improved_policy(prior_logits, visits, q, raw_value, c_visit, c_scale, floor, improved)
         own = slice(self.root_offset[r], self.root_offset[r] + visits.size)
         counts = visits - self.base_visits[own]
         choice = final_action(self.gumbel[own], prior_logits, sigma, counts)

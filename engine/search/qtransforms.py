@@ -6,13 +6,20 @@ masking is needed here.  Values are from the view of the player to move at the n
     pi       = softmax(prior logits)
     v_mix    = (v_hat + N * sum_{a: N(a)>0} pi(a) q(a) / sum_{b: N(b)>0} pi(b)) / (1 + N)
     cq(a)    = q(a) if N(a) > 0 else v_mix                    N = sum_b N(b)
-    cq_hat   = (cq - min cq) / max(max cq - min cq, 1e-8)      (per node, mctx's default)
+    cq_hat   = (cq - min cq) / max(max cq - min cq, floor)     (per node; floor 1e-8: mctx's)
     sigma(a) = (c_visit + max_b N(b)) * c_scale * cq_hat(a)
     pi'      = softmax(prior logits + sigma)                   (the improved policy)
 
 v_hat is the network's value of the node itself (for a KLENT net V = sum pi Q).  Unvisited
 children are completed with v_mix, not with the network's per-action Q: that is the paper's
 method (KLENT appendix H runs the off-the-shelf Gumbel search).
+
+The floor is the smallest span the rescaling divides by.  mctx's 1e-8 makes any difference
+between the children's values count in full, which suits values of unknown scale; where every
+child's value is nearly the same (a game the value head calls won or lost, |v| near 1), it
+blows differences of 1e-6 up to the whole sigma range, and the search then chooses by noise
+instead of by the prior.  Values in [-1, 1] have a known scale, and a floor such as 0.1 says
+that children whose values differ by much less than that are as good as each other.
 
 The functions are compiled with numba because the search calls them at every node of every
 descent.  They write into ``out`` (a slice of the search's scratch arrays) instead of
@@ -76,12 +83,13 @@ def sigma_q(
     raw_value: float,
     c_visit: float,
     c_scale: float,
+    floor: float,
     out: np.ndarray,
 ) -> None:
     """``out`` = sigma(min-max rescaled completed Q): what Gumbel search adds to the logits."""
     completed_q(prior_logits, visits, q, raw_value, out)
     low = out.min()
-    span = max(out.max() - low, RESCALE_EPSILON)
+    span = max(out.max() - low, floor)
     scale = (c_visit + visits.max()) * c_scale / span
     for a in range(out.size):
         out[a] = (out[a] - low) * scale
@@ -95,10 +103,11 @@ def improved_policy(
     raw_value: float,
     c_visit: float,
     c_scale: float,
+    floor: float,
     out: np.ndarray,
 ) -> None:
     """``out`` = pi' = softmax(logits + sigma(completed Q))."""
-    sigma_q(prior_logits, visits, q, raw_value, c_visit, c_scale, out)
+    sigma_q(prior_logits, visits, q, raw_value, c_visit, c_scale, floor, out)
     for a in range(out.size):
         out[a] += prior_logits[a]
     softmax_into(out, out)

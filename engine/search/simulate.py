@@ -45,7 +45,7 @@ def children_q(tree: TreeArrays, node: int, out: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def node_scores(tree: TreeArrays, node: int, is_root: bool, c_visit: float, c_scale: float) -> np.ndarray:
+def node_scores(tree: TreeArrays, node: int, is_root: bool, c_visit: float, c_scale: float, floor: float) -> np.ndarray:
     """sigma(completed Q) of a root's children, or pi' of an interior node's children.
 
     Computed from real (not pending) visits and cached until the next backup.
@@ -59,9 +59,9 @@ def node_scores(tree: TreeArrays, node: int, is_root: bool, c_visit: float, c_sc
         prior = tree.prior[first:last]
         visits = tree.visits[first:last]
         if is_root:
-            sigma_q(prior, visits, q, tree.raw_value[node], c_visit, c_scale, out)
+            sigma_q(prior, visits, q, tree.raw_value[node], c_visit, c_scale, floor, out)
         else:
-            improved_policy(prior, visits, q, tree.raw_value[node], c_visit, c_scale, out)
+            improved_policy(prior, visits, q, tree.raw_value[node], c_visit, c_scale, floor, out)
         tree.stamp[node] = tree.epoch[0]
     return out
 
@@ -98,7 +98,9 @@ LEAF, TERMINAL, BLOCKED = 0, 1, 2
 
 
 @njit(cache=True)
-def descend(tree: TreeArrays, node: int, edge: int, c_visit: float, c_scale: float) -> tuple[int, int, int]:
+def descend(
+    tree: TreeArrays, node: int, edge: int, c_visit: float, c_scale: float, floor: float
+) -> tuple[int, int, int]:
     """Go down from ``edge`` below ``node`` with the interior rule, adding pending visits.
 
     Returns ``(status, node, edge)``: LEAF with the unexpanded edge claimed for evaluation;
@@ -124,7 +126,7 @@ def descend(tree: TreeArrays, node: int, edge: int, c_visit: float, c_scale: flo
         pending = tree.pending[first:last]
         counts = tree.visits[first:last] + pending
         claimed = (tree.child[first:last] < 0) & (pending > 0)
-        choice = interior_action(node_scores(tree, node, False, c_visit, c_scale), counts, claimed)
+        choice = interior_action(node_scores(tree, node, False, c_visit, c_scale, floor), counts, claimed)
         if choice < 0:
             release(tree, tree.parent[node], tree.parent_edge[node])
             return BLOCKED, node, edge
@@ -146,6 +148,7 @@ def select_wave(
     wave_size: int,
     c_visit: float,
     c_scale: float,
+    floor: float,
     out_root: np.ndarray,
     out_node: np.ndarray,
     out_edge: np.ndarray,
@@ -173,12 +176,12 @@ def select_wave(
             if started > 0 and phase_start[schedule_offset[r] + t]:
                 break
             counts = tree.visits[start:stop] - base_visits[own] + tree.pending[start:stop]
-            sigma = node_scores(tree, root, True, c_visit, c_scale)
+            sigma = node_scores(tree, root, True, c_visit, c_scale, floor)
             target = targets[schedule_offset[r] + t]
             choice = root_action(gumbel[own], tree.prior[start:stop], sigma, counts, target)
             if choice < 0:
                 raise RuntimeError("no root action has the visit count the halving schedule expects")
-            status, node, edge = descend(tree, root, start + choice, c_visit, c_scale)
+            status, node, edge = descend(tree, root, start + choice, c_visit, c_scale, floor)
             if status == BLOCKED:
                 break
             if status == LEAF:
