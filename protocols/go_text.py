@@ -1,8 +1,8 @@
-"""Go positions and records as people and files see them: the showboard diagram, record files.
+"""Go positions and scores as GTP writes them: the ``showboard`` diagram and ``final_score``.
 
-Vertices, handicap layouts and SGF belong to the rules (`engine.games.go`, `engine.games.sgf`);
-this module only draws a `GoState` for GTP ``showboard`` and writes record text (SGF, PGN,
-JSON summaries) to disk atomically, so a crash never leaves half a file behind.
+Vertices, handicap layouts, SGF and the board's rows belong to the rules (`engine.games.go`,
+`engine.games.sgf`); this module only frames the rows as a diagram, and reads a score another
+program printed (the match runner, the opening generator and teacher labelling ask GNU Go for them).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import re
 
 from engine.games.go import COLUMNS, GoState
 
-_STONES = {0: ".", 1: "X", -1: "O"}
 _SCORE = re.compile(r"\s*([BW])\+(\d+(?:\.\d+)?)(?:\s|$)")
 
 
@@ -33,9 +32,9 @@ def board_text(state: GoState) -> str:
     size = game.size
     letters = "   " + " ".join(COLUMNS[:size])
     lines = [letters]
-    for index, row in enumerate(state.board()):
+    for index, row in enumerate(game.board_rows(state)):
         number = size - index
-        lines.append(f"{number:2d} {' '.join(_STONES[int(v)] for v in row)} {number}")
+        lines.append(f"{number:2d} {' '.join(row)} {number}")
     lines.append(letters)
     lines.append(f"komi {game.komi:g}, {'Black' if state.to_play == 0 else 'White'} to play")
     return "\n".join(lines)

@@ -162,8 +162,8 @@ class GtpEngine:
             "kgs-genmove_cleanup": lambda args: self.cmd_genmove(args, commit=True, cleanup=True),
             "undo": self.cmd_undo,
             "showboard": lambda args: board_text(self.state),
-            "fixed_handicap": self.cmd_fixed_handicap,
-            "place_free_handicap": self.cmd_place_free_handicap,
+            "fixed_handicap": lambda args: self.cmd_handicap(args, self.game.fixed_handicap_points),
+            "place_free_handicap": lambda args: self.cmd_handicap(args, self.game.free_handicap_points),
             "set_free_handicap": self.cmd_set_free_handicap,
             "time_settings": self.cmd_time_settings,
             "kgs-time_settings": self.cmd_kgs_time_settings,
@@ -380,18 +380,15 @@ class GtpEngine:
         self.state = self.history.pop()
         return ""
 
-    def cmd_fixed_handicap(self, args: list[str]) -> str:
-        count = self._handicap_count(args)
+    def cmd_handicap(self, args: list[str], layout: Callable[[int], list[int]]) -> str:
+        """``fixed_handicap`` and ``place_free_handicap``: the stones where ``layout`` puts them."""
+        self._check_empty_board()
         try:
-            points = self.game.fixed_handicap_points(count)
+            count = gtp_int(_one_arg(args))
         except ValueError:
-            raise GtpError("invalid number of stones") from None
-        return self._place_handicap(points)
-
-    def cmd_place_free_handicap(self, args: list[str]) -> str:
-        count = self._handicap_count(args)
+            raise GtpError("syntax error") from None
         try:
-            points = self.game.free_handicap_points(count)
+            points = layout(count)
         except ValueError:
             raise GtpError("invalid number of stones") from None
         return self._place_handicap(points)
@@ -411,13 +408,6 @@ class GtpEngine:
     def _check_empty_board(self) -> None:
         if self.state.board().any():
             raise GtpError("board not empty")
-
-    def _handicap_count(self, args: list[str]) -> int:
-        self._check_empty_board()
-        try:
-            return gtp_int(_one_arg(args))
-        except ValueError:
-            raise GtpError("syntax error") from None
 
     def _place_handicap(self, points: list[int]) -> str:
         self._commit(self.game.setup_state(black=points, to_play=1))

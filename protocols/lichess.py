@@ -189,10 +189,8 @@ class GameRunner:
         self._player.set_position(self._initial, self._actions)
 
     def _our_turn(self) -> bool:
-        assert self._initial is not None
-        white_first = self._initial.to_play == 0
-        white_to_move = (len(self._moves) % 2 == 0) == white_first
-        return white_to_move == self._white
+        assert self._player is not None
+        return self._player.state.to_play == (0 if self._white else 1)  # player 0 is White
 
     def _answer_offers(self, state: dict[str, Any]) -> bool:
         """Answer the opponent's draw or takeback offer; True if that ended our business here."""
@@ -245,7 +243,7 @@ class GameRunner:
         if self.bot.resigning.is_set():
             self._resign_for_shutdown()
             return True
-        first_moves = self._initial is not None and len(self._moves) < 2 and not self._our_turn()
+        first_moves = self._player is not None and len(self._moves) < 2 and not self._our_turn()
         wait = self.config.game.abort_after
         if first_moves and time.monotonic() - self._last_change > wait:
             log.info("game %s: the opponent did not move for %.0f s; aborting", self.game_id, wait)

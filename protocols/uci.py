@@ -321,6 +321,7 @@ class UciEngine:
         self._position_key = "startpos"
         self._initial: State = self.game.initial_state()
         self._actions: list[int] = []
+        self._state = self._initial  # after the actions
         self._lock = threading.Lock()  # guards _job and keeps output lines whole
         self._job: _Job | None = None
         self._thread: threading.Thread | None = None
@@ -446,7 +447,7 @@ class UciEngine:
     def _ucinewgame(self, args: list[str]) -> None:
         # A fresh initial state: the player drops its search tree of the previous game.
         self._position_key = "startpos"
-        self._initial = self.game.initial_state()
+        self._initial = self._state = self.game.initial_state()
         self._actions = []
 
     def _position(self, args: list[str]) -> None:
@@ -482,12 +483,12 @@ class UciEngine:
                 return
             state = state.play(action)
             actions.append(action)
-        self._position_key, self._initial, self._actions = key, initial, actions
+        self._position_key, self._initial, self._actions, self._state = key, initial, actions, state
 
     def _go(self, args: list[str]) -> None:
         start = time.perf_counter()  # the GUI's clock runs from here, waiting included
         self._finish_search()
-        state = self._current_state()
+        state = self._state
         go = parse_go(args, state, self._info)
         player = self._load_player()
         if player is None or state.is_terminal:
@@ -543,12 +544,6 @@ class UciEngine:
     def _searching(self) -> bool:
         with self._lock:
             return self._job is not None
-
-    def _current_state(self) -> State:
-        state = self._initial
-        for action in self._actions:
-            state = state.play(action)
-        return state
 
     def _settings(self) -> _Settings:
         return _Settings(
