@@ -296,6 +296,12 @@ class _Job:
     def deadline(self) -> float | None:
         return None if self.budget is None else self.start + self.budget
 
+    @property
+    def cap(self) -> int | None:
+        """The simulations of the whole ``go``: ``nodes`` or the Simulations option, the smaller."""
+        caps = [cap for cap in (self.go.nodes, self.settings.simulations or None) if cap is not None]
+        return min(caps) if caps else None
+
 
 class UciEngine:
     """A UCI engine over one `Player`; `run` serves a command stream until ``quit``.
@@ -618,14 +624,8 @@ class UciEngine:
         long_search = go.nodes is None and job.budget is not None and job.budget > LONG_SEARCH
         if go.depth is not None or job.settings.reactive or long_search:
             return self._analyse(job, deadline=job.deadline, depth=go.depth)
-        simulations = go.nodes if go.nodes is not None else job.settings.simulations or None
-        if simulations is None and job.deadline is None:
-            simulations = DEFAULT_SIMULATIONS
-        options = replace(
-            _options(job),
-            simulations=None if simulations is None else min(simulations, job.settings.simulations or simulations),
-            time=None if job.deadline is None else max(0.0, job.deadline - time.perf_counter()),
-        )
+        simulations = DEFAULT_SIMULATIONS if job.cap is None and job.deadline is None else job.cap
+        options = replace(_options(job), simulations=simulations, time=_seconds_until(job.deadline))
         decision = job.player.decide(options, stop=job.interrupt)
         job.simulations += decision.simulations
         self._report(job, decision)
@@ -638,8 +638,7 @@ class UciEngine:
         game, when the simulation cap (``nodes``, ``Simulations``) is spent, or when the tree
         holds ``Hash`` MB.
         """
-        caps = [cap for cap in (job.go.nodes, job.settings.simulations or None) if cap is not None]
-        cap = min(caps) if caps else None
+        cap = job.cap
 
         def update(decision: Decision) -> bool:
             job.simulations += decision.simulations
@@ -649,7 +648,7 @@ class UciEngine:
         return job.player.analyse(
             update, job.interrupt, _options(job),
             simulations=None if cap is None else max(0, cap - job.simulations),
-            time=None if deadline is None else max(0.0, deadline - time.perf_counter()),
+            time=_seconds_until(deadline),
             interval=INFO_INTERVAL,
         )
 
@@ -693,6 +692,11 @@ def _time_budget(go: GoCommand, to_play: int, overhead: float) -> float | None:
         increment = (go.winc if to_play == 0 else go.binc) or 0
         budgets.append(move_budget(clock / 1000.0, increment / 1000.0, go.movestogo or None, overhead))
     return min(budgets) if budgets else None
+
+
+def _seconds_until(deadline: float | None) -> float | None:
+    """The time left to a search that must end at ``deadline`` (None: no deadline)."""
+    return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
 
 def _mate_in(line: MoveStat) -> int | None:
