@@ -32,9 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-weights", default=None,
                         help="Dyna-2's permanent weights; their board size is then the only one accepted "
                         "(default: weights/go<N>-td.npz for each board size N)")
-    parser.add_argument("--rescale-floor", type=float, default=1e-8,
+    parser.add_argument("--rescale-floor", type=float, default=None,
                         help="mode search: the smallest span of a node's values that the search's min-max rescaling "
-                        "divides by, in (0, 2] (default: 1e-8, mctx's)")
+                        "divides by, in (0, 2]; 1e-8 is mctx's (default: 2, measured stronger on 9x9)")
     parser.add_argument("--rollouts", type=float, default=0.0, metavar="WEIGHT",
                         help="mode search: leaf values (1 - WEIGHT) x the network's + WEIGHT x the result of a game "
                         "played out from the leaf with tactical moves (AlphaGo's mixture: 0.5; default: 0, none)")
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"no model file {args.model!r}")
     if not 0 <= args.rollouts <= 1 or (args.rollouts and args.mode != "search"):
         raise CommandError("--rollouts takes a weight within [0, 1], with --mode search")
-    if not 0 < args.rescale_floor <= 2:
+    if args.rescale_floor is not None and not 0 < args.rescale_floor <= 2:
         raise CommandError("--rescale-floor must be within (0, 2]")
     if args.td_root_moves < 0:
         raise CommandError("--td-root-moves must be >= 0")
