@@ -52,8 +52,6 @@ from engine.search.limits import SearchLimits
 from engine.search.qtransforms import RESCALE_EPSILON
 from engine.search.reactive import reactive
 from engine.search.result import SearchResult
-from engine.search.rollout import RolloutMixed
-from engine.search.rollout import warm_up as warm_up_rollouts
 from engine.search.td import ShapeWeights, TdConfig, TdResult, TdSearch
 from engine.search.td import warm_up as warm_up_td
 from engine.search.tree import SearchTree
@@ -114,10 +112,6 @@ class PlayOptions:
     ``memory``: bytes the Gumbel search tree may take (None: unbounded; UCI ``Hash``, GTP
     ``--memory``); a search whose tree is full stops growing it and answers from it.
 
-    ``td_default_policy``: the TD modes' simulated moves after the greedy ones, "random" or
-    "tactical" (captures and rescues first, `engine.search.td.TdConfig`); the player's own
-    options set it for the whole game.
-
     ``rescale_floor``: the Gumbel search's floor on the span of completed Q that its min-max
     rescaling divides by (`engine.search.qtransforms`); None: `GO_RESCALE_FLOOR` for Go, mctx's
     1e-8 for the other games.  With mctx's floor, differences of 1e-6 between children decide
@@ -125,10 +119,6 @@ class PlayOptions:
     search lean on the policy wherever the values barely differ.  Measured on 9x9 Go with the
     shipped model against GNU Go level 10 (benchmarks/RESULTS.md): 2 beat 1e-8 at 200 and at
     1,000 simulations; chess and the small games have not been measured, so they keep mctx's.
-
-    ``rollout_weight``: Go's Gumbel search with leaf values (1 - w) v + w z, z the result of a
-    game played out from the leaf with tactical moves (`engine.search.rollout`, AlphaGo's
-    mixture); 0: the network's value alone.
 
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
@@ -150,16 +140,11 @@ class PlayOptions:
     judge_dead_stones: bool = True
     memory: int | None = None
     td_root_moves: int = 0
-    td_default_policy: str = "random"
-    rollout_weight: float = 0.0
     rescale_floor: float | None = None
 
     def __post_init__(self) -> None:
         if self.rescale_floor is not None and not 0.0 < self.rescale_floor <= 2.0:
             raise ValueError(f"rescale_floor must be within (0, 2], got {self.rescale_floor}")
-        TdConfig(default_policy=self.td_default_policy)  # refuses an unknown policy now
-        if not 0.0 <= self.rollout_weight <= 1.0:
-            raise ValueError(f"rollout_weight must be within [0, 1], got {self.rollout_weight}")
         if self.td_root_moves < 0:
             raise ValueError(f"td_root_moves must be >= 0, got {self.td_root_moves}")
         if self.mode not in ("reactive", "search", *TD_MODES):
@@ -293,7 +278,6 @@ class Player:
         self.permanent = permanent
         self._seed = seed
         self._td: dict[str, TdSearch] = {}  # by mode: each keeps its transient memory for the game
-        self._rollouts: dict[float, RolloutMixed] = {}  # by rollout weight
         self._rng = np.random.default_rng(seed)
         self._lock = threading.Lock()
         self._initial: State = self.game.initial_state()
@@ -307,9 +291,6 @@ class Player:
         if options.mode in TD_MODES:
             self._td_search(options.mode)  # a game or weights it cannot play are refused now
             warm_up_td()
-        if options.rollout_weight:
-            self._leaf_evaluator(options)  # refused now for a game other than Go
-            warm_up_rollouts()
 
     @classmethod
     def load(
@@ -549,8 +530,7 @@ class Player:
             if mode == "dyna2" and self.permanent is None:
                 raise ValueError("Dyna-2 needs permanent weights (go<N>-td.npz, from `klent train --algo td-learning`)")
             permanent = self.permanent if mode == "dyna2" else None
-            config = TdConfig(seed=self._seed, default_policy=self.options.td_default_policy)
-            td_search = self._td[mode] = TdSearch(self.game, config, permanent)
+            td_search = self._td[mode] = TdSearch(self.game, TdConfig(seed=self._seed), permanent)
         return td_search
 
     def _td_choose(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> SearchResult:
@@ -569,23 +549,11 @@ class Player:
         if floor is None:
             floor = GO_RESCALE_FLOOR if isinstance(self.game, GoGame) else RESCALE_EPSILON
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor)
-        result = search(state, self._leaf_evaluator(opts), limits, config=config, rng=self._rng,
-                        trees=self._take_tree())
+        result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
         with self._lock:
             self._tree = result.tree
             self._tree_actions = list(self._actions)
         return result
-
-    def _leaf_evaluator(self, opts: PlayOptions) -> Evaluator:
-        """The network, or with ``rollout_weight`` the network mixed with rollouts (made once per
-        weight and kept: its generator goes on from move to move)."""
-        if not opts.rollout_weight:
-            return self._network()
-        mixed = self._rollouts.get(opts.rollout_weight)
-        if mixed is None:
-            mixed = self._rollouts[opts.rollout_weight] = RolloutMixed(self._network(), opts.rollout_weight,
-                                                                       seed=self._seed)
-        return mixed
 
     def _take_tree(self) -> SearchTree | None:
         """`_reusable_tree`, detached (the rest of the tree let go) and forgotten by the player:

@@ -12,7 +12,7 @@ import pytest
 
 from engine.games.go import GoGame
 from engine.search import td_kernels as tk
-from engine.search.td import Features, ShapeWeights, TdConfig, TdSearch, _tables
+from engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
 from training.td_learning import train
 
 
@@ -163,41 +163,6 @@ def test_alpha_one_moves_the_logit_by_the_td_error():
     assert features.logit(flat) - before == pytest.approx(delta)
 
 
-# --- the default policy ------------------------------------------------------------------
-
-
-def tactical(game: GoGame, rows: list[str], color: int, seed: int = 0) -> str | None:
-    """`tk.tactical_move` for ``color`` (+1 Black) on a hand-made position, as a vertex."""
-    state = setup(game, rows, 0 if color == 1 else 1)
-    flat = state.board().ravel().astype(np.int8)
-    nbr, _, diag = _tables(game.size)
-    n = game.size**2
-    candidates = np.zeros(n + 1, np.bool_)
-    legal = state.legal_mask()
-    for p in range(n):
-        candidates[p] = legal[p] and not tk.own_eye(flat, p, color, nbr, diag)
-    scratch = np.empty(n, np.int32), np.empty(n + 1, np.int32), np.empty(n, np.int32)
-    move = tk.tactical_move(flat, color, candidates, nbr, *scratch, tk.seed_state(seed))
-    return None if move < 0 else game.action_to_text(state, move)
-
-
-def test_default_policy_captures_then_rescues_else_leaves_it_to_chance():
-    game = GoGame(5)
-    # White's C3 stone has one liberty, C2: Black captures there...
-    capture = [".....", "..X..", ".XOX.", ".....", "....."]
-    assert tactical(game, capture, 1) == "C2"
-    # ... and White rescues it there (three liberties after: B2, D2, C1).
-    assert tactical(game, capture, -1) == "C2"
-    # Black's A1, in atari under White's A2, extends to B1 (two liberties after: C1, B2).
-    corner = [".....", ".....", ".....", "O....", "X...."]
-    assert tactical(game, corner, 1) == "B1"
-    # With White on B2 and C1 too, B1 would be suicide: no rescue.
-    trapped = [".....", ".....", ".....", "OO...", "X.O.."]
-    assert tactical(game, trapped, 1) is None
-    # Nothing in atari anywhere.
-    assert tactical(game, [".....", ".X...", ".....", "...O.", "....."], 1) is None
-
-
 # --- the search --------------------------------------------------------------------------
 
 # Black's three stones D6 E6 F6 have one liberty, E7; Black E7 joins them to the wall on row 8
@@ -214,25 +179,6 @@ ATARI = [
     ".........",
     ".........",
 ]
-
-
-def test_tactical_simulations_capture_what_random_ones_may_not():
-    """From the first simulated move on (no greedy moves), White to move captures Black's three
-    stones in atari at once in a tactical simulation, and only by chance in a random one (the
-    rest of the game, random either way, decides who owns the points at the end: measured,
-    0.85-0.95 of them White's in tactical simulations, -0.1-0.35 in random ones)."""
-    with pytest.raises(ValueError, match="default_policy must be random or tactical"):
-        TdConfig(default_policy="fuego")
-    game = GoGame(9, komi=-41)
-    state = setup(game, ATARI, to_play=1)
-    owned = {}
-    for policy in ("random", "tactical"):
-        config = TdConfig(seed=0, greedy_moves=0, default_policy=policy)
-        result = TdSearch(game, config).choose(state, simulations=40)
-        assert result.ownership is not None
-        owned[policy] = result.ownership[3, 3:6]  # D6 E6 F6, from White's (the mover's) view
-    assert (owned["tactical"] >= 0.75).all()
-    assert (owned["random"] <= 0.5).all()
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

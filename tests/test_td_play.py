@@ -112,15 +112,6 @@ def test_td_modes_refuse_other_games_and_network_modes_need_a_network():
         PlayOptions(mode="td", simulations=None)
 
 
-def test_the_default_policy_is_a_player_option():
-    player = td_player(GoGame(9), td_default_policy="tactical")
-    assert player.decide().simulations == 20
-    assert player._td_search("td").config.default_policy == "tactical"
-    assert td_player(GoGame(9))._td_search("td").config.default_policy == "random"
-    with pytest.raises(ValueError, match="default_policy must be random or tactical"):
-        PlayOptions(mode="td", td_default_policy="fuego")
-
-
 def test_td_chooses_among_the_networks_most_probable_moves():
     game = GoGame(9)
     options = PlayOptions(mode="td", simulations=30, td_root_moves=3)

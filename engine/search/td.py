@@ -44,7 +44,6 @@ from engine.search import td_kernels as tk
 WEIGHTS_FORMAT = "klent-td-weights"
 WEIGHTS_VERSION = 1  # bump when the weight layout of `td_kernels.shape_maps` changes
 Stop = Callable[[], bool] | threading.Event
-DEFAULT_POLICIES = ("random", "tactical")  # the simulations' moves after the greedy ones
 
 
 @dataclass(frozen=True)
@@ -62,9 +61,9 @@ class TdConfig:
       million sparse weights also cost about half as much again per simulated move here.
       ``sharing``: their weight sharing, none in TD search (Sect. 4.4).
     - ``greedy_moves``: T, the simulated moves played epsilon-greedily before the default
-      policy takes over (T = 6, Sect. 4.5.1).  ``default_policy``: the paper's was Fuego's;
-      "random" is uniformly random among the moves that fill no own eye, "tactical" captures
-      and rescues chains in atari first (`td_kernels.tactical_move`).
+      policy takes over (T = 6, Sect. 4.5.1; the paper's default policy was Fuego's, ours is
+      uniformly random among moves that fill no own eye: one that captured and rescued chains
+      in atari first was measured weaker, benchmarks/RESULTS.md "TD search against GNU Go").
     - ``trace_cutoff``: eligibility-trace terms below this weight are dropped
       (`td_kernels.trace_depth`).
     - ``seed``: of the simulations' random choices (None: a fresh one).
@@ -76,7 +75,6 @@ class TdConfig:
     shapes: tuple[int, ...] = (1, 2)
     sharing: tuple[str, ...] = ("none",)
     greedy_moves: int = 6
-    default_policy: str = "random"
     trace_cutoff: float = 1e-3
     seed: int | None = None
 
@@ -90,8 +88,6 @@ class TdConfig:
             raise ValueError(f"trace_cutoff must be within (0, 1), not {self.trace_cutoff!r}")
         if self.greedy_moves < 0:
             raise ValueError(f"greedy_moves must be >= 0, not {self.greedy_moves!r}")
-        if self.default_policy not in DEFAULT_POLICIES:
-            raise ValueError(f"default_policy must be random or tactical, not {self.default_policy!r}")
         tk.check_memory(self.shapes, self.sharing)
 
 
@@ -259,7 +255,7 @@ class Features:
             board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, state.move_number,
             game.max_moves, game.komi, nbr, zob, diag, g.base, g.point_windows, g.point_powers,
             self.index, self.sign, self.theta, self.fixed, config.epsilon, config.alpha, config.lam,
-            depth, config.greedy_moves, config.default_policy == "tactical", rng, self.traces, ownership,
+            depth, config.greedy_moves, rng, self.traces, ownership,
         )
         return float(reward), int(moves)
 

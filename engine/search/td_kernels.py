@@ -405,189 +405,6 @@ def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.nda
 
 
 @njit(cache=True)
-def tactical_move(
-    board: np.ndarray,
-    color: int,
-    candidates: np.ndarray,
-    nbr: np.ndarray,
-    chain: np.ndarray,
-    libs: np.ndarray,
-    found: np.ndarray,
-    rng: np.ndarray,
-) -> int:
-    """The default policy's capture or rescue, -1 when there is none (then a random move).
-
-    Uniformly random playouts let groups in atari die and leave capturable stones on the board,
-    so their games say little about life and death; the programs the paper measured against
-    (and Fuego, whose default policy the paper used) first capture and first rescue (MoGo,
-    Gelly et al. 2006; Fuego's "atari capture" and "atari defense").  Here: a random move among
-    those that capture an opponent chain in atari, else among those that give a chain of one's
-    own in atari at least two liberties (empty neighbours of the point plus the other liberties
-    of the chains it joins, which may count a shared liberty twice), else none.  ``chain`` and
-    ``libs`` are scratch arrays for `chain_liberties`, ``found`` scratch of n points.
-    """
-    n = board.shape[0]
-    chain_liberties(board, nbr, chain, libs)
-    count = 0
-    for p in range(n):
-        if not candidates[p]:
-            continue
-        for k in range(4):
-            q = nbr[p, k]
-            if q >= 0 and board[q] == -color and libs[chain[q]] == 1:
-                found[count] = p
-                count += 1
-                break
-    if count:
-        return int(found[_below(rng, count)])
-    for p in range(n):
-        if not candidates[p]:
-            continue
-        rescues = False
-        liberties = 0
-        for k in range(4):
-            q = nbr[p, k]
-            if q < 0:
-                continue
-            if board[q] == 0:
-                liberties += 1
-            elif board[q] == color:
-                g = chain[q]
-                repeated = False
-                for j in range(k):
-                    r = nbr[p, j]
-                    if r >= 0 and chain[r] == g and board[r] == color:
-                        repeated = True
-                if not repeated:
-                    liberties += libs[g] - 1
-                    if libs[g] == 1:
-                        rescues = True
-        if rescues and liberties >= 2:
-            found[count] = p
-            count += 1
-    if count:
-        return int(found[_below(rng, count)])
-    return -1
-
-
-@njit(cache=True)
-def game_buffers(
-    board0: np.ndarray, seen0: np.ndarray, steps: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``hist``, ``new_hist`` (one board each, ``hist`` holding ``board0``), ``seen`` and
-    ``new_seen`` (``seen0`` first, room for ``steps`` more positions): what `gk.play_stone`
-    plays into, the two of each pair swapped after every stone."""
-    n = board0.shape[0]
-    hist = np.empty((1, n), np.int8)
-    hist[0] = board0
-    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
-    seen[: seen0.shape[0]] = seen0
-    return hist, np.empty((1, n), np.int8), seen, np.empty_like(seen)
-
-
-@njit(cache=True)
-def move_scratch(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``mask``, ``candidates``, ``moves``, ``chain``, ``libs``, ``found``: the scratch arrays of
-    `playable_points` and `default_move` on a board of ``n`` points."""
-    return (np.empty(n + 1, np.bool_), np.zeros(n + 1, np.bool_), np.empty(n, np.int32), np.empty(n, np.int32),
-            np.empty(n + 1, np.int32), np.empty(n, np.int32))
-
-
-@njit(cache=True)
-def playable_points(
-    board: np.ndarray,
-    color: int,
-    h: int,
-    seen: np.ndarray,
-    nbr: np.ndarray,
-    zob: np.ndarray,
-    diag: np.ndarray,
-    mask: np.ndarray,
-    candidates: np.ndarray,
-    moves: np.ndarray,
-) -> int:
-    """The simulated players' moves: legal points that fill no own single-point eye, marked in
-    ``candidates`` and listed in ``moves``; returns their number (0: the player passes)."""
-    gk.legal_points(board, color, h, seen, nbr, zob, mask)
-    count = 0
-    for p in range(board.shape[0]):
-        ok = mask[p] and not own_eye(board, p, color, nbr, diag)
-        candidates[p] = ok
-        if ok:
-            moves[count] = p
-            count += 1
-    return count
-
-
-@njit(cache=True)
-def default_move(
-    board: np.ndarray,
-    color: int,
-    candidates: np.ndarray,
-    moves: np.ndarray,
-    count: int,
-    tactics: bool,
-    nbr: np.ndarray,
-    chain: np.ndarray,
-    libs: np.ndarray,
-    found: np.ndarray,
-    rng: np.ndarray,
-) -> int:
-    """The default policy's move among ``count`` playable ones: with ``tactics`` a capture or
-    rescue when there is one (`tactical_move`), else uniformly random."""
-    action = tactical_move(board, color, candidates, nbr, chain, libs, found, rng) if tactics else -1
-    return action if action >= 0 else int(moves[_below(rng, count)])
-
-
-@njit(cache=True)
-def playout(
-    board0: np.ndarray,
-    seen0: np.ndarray,
-    hash0: int,
-    color0: int,
-    passes0: int,
-    move0: int,
-    max_moves: int,
-    komi: float,
-    nbr: np.ndarray,
-    zob: np.ndarray,
-    diag: np.ndarray,
-    tactics: bool,
-    rng: np.ndarray,
-) -> float:
-    """One game played out from a position by the default policy alone, no learning; returns
-    Black's reward (1 win, 0 loss, 0.5 draw) under area scoring with ``komi``.  A leaf value
-    for a network's search (`engine.search.rollout`)."""
-    n = board0.shape[0]
-    hist, new_hist, seen, new_seen = game_buffers(board0, seen0, max(max_moves - move0, 0))
-    known = seen0.shape[0]
-    mask, candidates, moves, chain, libs, found = move_scratch(n)
-    h = hash0
-    color = color0
-    passes = passes0
-    move = move0
-    while passes < 2 and move < max_moves:
-        count = playable_points(hist[0], color, h, seen[:known], nbr, zob, diag, mask, candidates, moves)
-        if count == 0:
-            passes += 1
-        else:
-            action = default_move(hist[0], color, candidates, moves, count, tactics, nbr, chain, libs, found, rng)
-            status, h = gk.play_stone(hist, seen[:known], h, action, color, nbr, zob, new_hist, new_seen[: known + 1])
-            if status != gk.OK:  # cannot happen for a move legal_points allowed
-                raise RuntimeError("playout played an illegal move")
-            hist, new_hist = new_hist, hist
-            seen, new_seen = new_seen, seen
-            known += 1
-            passes = 0
-        color = -color
-        move += 1
-    owner = np.empty(n, np.int8)
-    black, white = gk.area(hist[0], nbr, owner)
-    score = black - white - komi
-    return 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
-
-
-@njit(cache=True)
 def afterstate_logits(
     board: np.ndarray,
     color: int,
@@ -805,7 +622,6 @@ def simulate(
     lam: float,
     depth: int,
     greedy_moves: int,
-    tactics: bool,
     rng: np.ndarray,
     traces: tuple,
     ownership: np.ndarray,
@@ -815,10 +631,9 @@ def simulate(
 
     TD search's simulation (Sect. 4.2, 4.4): the players choose epsilon-greedily on the
     current afterstate values (Black maximising, White minimising V, ties broken at random)
-    for the first ``greedy_moves`` moves, then by the default policy (Sect. 4.5.1, the paper's
-    T): uniformly random, or with ``tactics`` a capture or rescue first (`tactical_move`); both
-    players never fill their own single-point eyes and pass only without another move (Sect.
-    3.2.1).  After every move the state two plies back is updated by
+    for the first ``greedy_moves`` moves, then by the default policy, uniformly random (Sect.
+    4.5.1, the paper's T); both never fill their own single-point eyes and pass only without
+    another move (Sect. 3.2.1).  After every move the state two plies back is updated by
     logistic NTD2(lambda) (`ntd2_update`), and at the end the last state of each colour
     learns from the reward, so every simulated state learns, the default policy's too.
     ``traces`` (`new_traces`, for the learnt weights) are empty before and after; the final
@@ -835,9 +650,16 @@ def simulate(
     slot_sign = np.empty((3, features), np.int8)
     slot_count = np.zeros(3, np.int64)
     slot_fixed = np.zeros(3)
-    hist, new_hist, seen, new_seen = game_buffers(board0, seen0, steps)
+    hist = np.empty((1, n), np.int8)
+    hist[0] = board0
+    new_hist = np.empty((1, n), np.int8)
+    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
+    seen[: seen0.shape[0]] = seen0
+    new_seen = np.empty_like(seen)
     known = seen0.shape[0]
-    mask, candidates, moves, chain, libs, found = move_scratch(n)
+    mask = np.empty(n + 1, np.bool_)
+    candidates = np.zeros(n + 1, np.bool_)
+    moves = np.empty(n, np.int32)
     values = np.empty(n)
     codes = np.empty(base.shape[0], np.int32)
     window_codes(board0, point_windows, point_powers, codes)
@@ -852,7 +674,14 @@ def simulate(
     t = 0
     while True:
         board = hist[0]
-        count = playable_points(board, color, h, seen[:known], nbr, zob, diag, mask, candidates, moves)
+        gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
+        count = 0
+        for p in range(n):
+            ok = mask[p] and not own_eye(board, p, color, nbr, diag)
+            candidates[p] = ok
+            if ok:
+                moves[count] = p
+                count += 1
         if count == 0:
             action = n
         elif t < greedy_moves and _uniform(rng) >= epsilon:
@@ -874,7 +703,7 @@ def simulate(
                     if _below(rng, ties) == 0:
                         action = moves[i]
         else:
-            action = default_move(board, color, candidates, moves, count, tactics, nbr, chain, libs, found, rng)
+            action = moves[_below(rng, count)]
         if action == n:
             passes += 1
         else:

@@ -35,15 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rescale-floor", type=float, default=None,
                         help="mode search: the smallest span of a node's values that the search's min-max rescaling "
                         "divides by, in (0, 2]; 1e-8 is mctx's (default: 2, measured stronger on 9x9)")
-    parser.add_argument("--rollouts", type=float, default=0.0, metavar="WEIGHT",
-                        help="mode search: leaf values (1 - WEIGHT) x the network's + WEIGHT x the result of a game "
-                        "played out from the leaf with tactical moves (AlphaGo's mixture: 0.5; default: 0, none)")
     parser.add_argument("--td-root-moves", type=int, default=0,
                         help="modes td and dyna2: choose among the network policy's this many most probable moves, "
                         "by the simulated games' values (0: no network, every move; default: 0)")
-    parser.add_argument("--td-default-policy", choices=("random", "tactical"), default="random",
-                        help="modes td and dyna2: the simulated games' moves after the first few, uniformly random "
-                        "or captures and rescues of chains in atari first (default: random)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
     parser.add_argument("--memory", type=int, default=None,
@@ -76,8 +70,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
-    if not 0 <= args.rollouts <= 1 or (args.rollouts and args.mode != "search"):
-        raise CommandError("--rollouts takes a weight within [0, 1], with --mode search")
     if args.rescale_floor is not None and not 0 < args.rescale_floor <= 2:
         raise CommandError("--rescale-floor must be within (0, 2]")
     if args.td_root_moves < 0:
@@ -112,8 +104,7 @@ def run(args: argparse.Namespace) -> int:
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
-                            td_root_moves=args.td_root_moves, td_default_policy=args.td_default_policy,
-                            rollout_weight=args.rollouts, rescale_floor=args.rescale_floor),
+                            td_root_moves=args.td_root_moves, rescale_floor=args.rescale_floor),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,
