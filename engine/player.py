@@ -309,8 +309,8 @@ class Player:
 
         Raises FileNotFoundError when there is no model, and a ValueError subclass when the
         model was trained for another game or encoder version.  The TD modes load no model
-        (unless ``td_root_moves`` asks for the network's candidates); "dyna2" loads its permanent memory from ``td_weights`` or ``weights_dir`` instead
-        (`load_td_weights`).
+        (unless ``td_root_moves`` asks for the network's candidates); "dyna2" loads its
+        permanent memory from ``td_weights`` or ``weights_dir`` (`load_td_weights`).
         """
         permanent = load_td_weights(game, td_weights, weights_dir) if options.mode == "dyna2" else None
         if options.mode in TD_MODES and not options.td_root_moves:
