@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.search.action_selection import final_action, interior_action, root_action
+from engine.search.gumbel import GumbelConfig
 from engine.search.qtransforms import completed_q, improved_policy, mixed_value, sigma_q
 
 # pi = (0.5, 0.3, 0.2); two children visited.
@@ -64,6 +65,8 @@ def test_the_floor_keeps_near_equal_values_from_deciding() -> None:
     assert call(sigma_q, LOGITS, visits, saturated, -1.0, 50.0, 1.0, 0.1).max() == pytest.approx(51e-5)
     assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 50.0, 1.0, 0.1) == pytest.approx([52.0, 0.0, 30.875])
     assert call(sigma_q, LOGITS, VISITS, Q, RAW_VALUE, 50.0, 1.0, 1.2) == pytest.approx([26.0, 0.0, 15.4375])
+    with pytest.raises(ValueError, match="rescale_floor must be > 0"):
+        GumbelConfig(rescale_floor=0.0)
 
 
 def test_interior_rule_by_hand() -> None:

@@ -83,6 +83,8 @@ class GumbelConfig:
     def __post_init__(self) -> None:
         if self.max_considered < 1 or self.wave_size < 1 or self.max_batch < 1:
             raise ValueError("max_considered, wave_size and max_batch must be >= 1")
+        if not self.rescale_floor > 0:  # the rescaling divides by it
+            raise ValueError(f"rescale_floor must be > 0, got {self.rescale_floor}")
 
 
 Rng = np.random.Generator | Sequence[np.random.Generator] | None
