@@ -248,6 +248,17 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     np.testing.assert_array_equal(np.sign(data.score), outcome)
     assert samples.ownership is not None and samples.score is not None
     np.testing.assert_array_equal(samples.ownership, data.ownership)
+    # Score-based Q targets: every listed move is labelled, the teacher's move (the best
+    # listed) with tanh(final score / S), the others lower by their shortfall in GNU Go's points.
+    by_score = LabelledSet.load(tmp_path / "go", game, progress=False, score_scale=10.0)
+    shards = [teacher.read_shard(path) for path in teacher.shard_paths(tmp_path / "go")]
+    assert len(by_score.action) == sum(len(shard["action"]) for shard in shards)
+    scored = to_samples(by_score, np.arange(len(by_score)), game.num_actions, 0.0)
+    np.testing.assert_array_equal(scored.actions, samples.actions)  # the policy target is unchanged
+    np.testing.assert_allclose(scored.returns, np.tanh(data.score / 10.0), rtol=1e-5)
+    labelled_moves = (~np.isnan(scored.q_targets)).sum(axis=1)
+    assert labelled_moves.max() > 1 and (np.nanmax(scored.q_targets, axis=1) == scored.returns).all()
+    assert (np.abs(scored.q_targets[~np.isnan(scored.q_targets)]) < 1).all()
 
     # A Go network with ownership and score heads distils from it, then KLENT goes on from it.
     base = load_config(CONFIGS / "go9_distill_cpu.toml")

@@ -55,6 +55,7 @@ class DistillConfig:
     temperature: Annotated[Float, Field(ge=0)] = 0.05  # of the policy target softmax(Q_teacher / T); 0: one-hot best
     q_weight: Annotated[Float, Field(ge=0)] = 1.0
     positions: Annotated[Int, Field(ge=1)] = 8192  # positions fitted per iteration
+    score_scale: Annotated[Float, Field(ge=0)] = 0.0  # Go Q targets: 0 outcome, S tanh(score/S) (`go_q_targets`)
 
 
 @dataclass
@@ -75,8 +76,9 @@ class LabelledSet:
         return len(self.obs)
 
     @classmethod
-    def load(cls, folder: str | Path, game: Game, progress: bool = True) -> LabelledSet:
-        """Replay every game of the set at ``folder`` and encode its stored positions."""
+    def load(cls, folder: str | Path, game: Game, progress: bool = True, score_scale: float = 0.0) -> LabelledSet:
+        """Replay every game of the set at ``folder`` and encode its stored positions
+        (``score_scale``: Go's Q targets, see `go_q_targets`)."""
         manifest = Manifest.read(Path(folder))
         if manifest is None:
             raise FileNotFoundError(f"{folder} holds no labelled set (run `klent distill label` first)")
@@ -106,19 +108,22 @@ class LabelledSet:
             bar.update(len(shard["ply"]))
             # positions were visited game by game, which is their stored order within a shard
             if "teacher_action" in shard:
-                # Go: the teacher's move is the policy target, the game's outcome its value
-                # target, and its final ownership (dead stones judged by the teacher) and score
-                # the auxiliary targets; GNU Go's top-move values (points) stay in the shards.
-                starts.append(np.arange(1, len(shard["ply"]) + 1) + starts[-1][-1])
-                actions.append(shard["teacher_action"].astype(np.int64))
-                values.append(shard["outcome"])
+                # Go: the teacher's move is the policy target, its final ownership (dead stones
+                # judged by the teacher) and score the auxiliary targets, and the Q targets
+                # come from `go_q_targets`.
                 assert isinstance(replay, GoGame)
+                shard_scores = []
                 for owner, ply in zip(shard["ownership"], shard["ply"]):
                     player = int(ply) % 2
                     black_view = owner * (1 if player == 0 else -1)
                     owned, score = final_targets(black_view, replay.komi, player)
                     owners.append(owned.astype(np.int8))
-                    scores.append(score)
+                    shard_scores.append(score)
+                shard_starts, shard_actions, shard_values = go_q_targets(shard, np.array(shard_scores), score_scale)
+                starts.append(shard_starts[1:] + starts[-1][-1])
+                actions.append(shard_actions)
+                values.append(shard_values)
+                scores.extend(shard_scores)
             else:
                 starts.append(shard["label_start"][1:] + starts[-1][-1])
                 actions.append(shard["action"].astype(np.int64))
@@ -142,6 +147,32 @@ class LabelledSet:
         """The labelled actions of position ``index`` and their values."""
         start, end = self.label_start[index], self.label_start[index + 1]
         return self.action[start:end], self.value[start:end]
+
+
+def go_q_targets(
+    shard: Any, scores: np.ndarray, score_scale: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Go's Q targets for one shard's positions: label starts (one more entry at the end),
+    actions and values.
+
+    ``score_scale`` 0: one label a position, the game's outcome (+-1 for the mover) on the
+    teacher's move. Those targets saturate: a network fit to them reads +-1 on every move of a
+    decided-looking position, and search cannot rank its children.  ``score_scale`` S > 0:
+    every move the teacher listed gets tanh((final score - its shortfall) / S), the shortfall
+    being how many of the teacher's points (GNU Go's move values) it is worth less than the
+    best listed move -- the score the game would have ended with had that move been played,
+    squashed so that a won-by-40 position reads near 1 and a close one near 0.
+    """
+    if score_scale <= 0:
+        count = len(shard["ply"])
+        return np.arange(count + 1), shard["teacher_action"].astype(np.int64), shard["outcome"]
+    start = shard["label_start"]
+    listed = shard["value"]
+    values = np.empty(len(listed), dtype=np.float32)
+    for position, score in enumerate(scores):
+        moves = listed[start[position] : start[position + 1]]
+        values[start[position] : start[position + 1]] = np.tanh((score - (moves.max() - moves)) / score_scale)
+    return start.astype(np.int64), shard["action"].astype(np.int64), values
 
 
 def _states_at(game: Game, moves: str, plies: np.ndarray) -> list:
@@ -316,7 +347,7 @@ class Distill:
         """Read the labelled set ``config.data`` (a progress bar on the first process only)."""
         if not config.data:
             raise ValueError("--algo distill needs a labelled set: --data FOLDER or [distill] data")
-        labelled = LabelledSet.load(config.data, game, progress=progress and rank == 0)
+        labelled = LabelledSet.load(config.data, game, progress=progress and rank == 0, score_scale=config.score_scale)
         return cls(config, labelled, game.num_actions, seed, rank, world_size)
 
     def collect(self, slots: GameSlots, network: Callable[[], Any], iteration: int) -> Samples:
