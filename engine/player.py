@@ -18,7 +18,7 @@ move of a game (the paper's condition for its strength) and forgotten at a new g
 
 Protocols reach the engine through this module and `engine.games` only: besides the player,
 it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
-`move_budget`, `default_threads`, `write_text_atomically`).
+`move_budget`, `go_board_sizes`, `default_threads`, `write_text_atomically`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import numpy as np
 
 from engine.files import write_text_atomically
 from engine.games.base import Game, IllegalMoveError, State
-from engine.games.go import GoGame, GoState
+from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from engine.network import (
     PRECISIONS,
@@ -60,8 +60,8 @@ from engine.timecontrol import GameClock, TimeSettings, move_budget
 __all__ = [
     "DEFAULT_WEIGHTS_DIR", "PRECISIONS", "Decision", "GameClock", "Judgement", "ModelInfo", "MoveRule", "MoveStat",
     "Ownership", "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "TimeSettings",
-    "default_threads", "load_td_weights", "model_path_for", "move_budget", "read_model_info", "td_weights_path_for",
-    "write_text_atomically",
+    "default_threads", "go_board_sizes", "load_td_weights", "model_path_for", "move_budget", "read_model_info",
+    "td_weights_path_for", "write_text_atomically",
 ]
 
 Mode = Literal["reactive", "search", "td", "dyna2"]
@@ -251,6 +251,35 @@ def load_td_weights(
     if f"go{weights.size}" != game.name:
         raise ValueError(f"{path} holds Dyna-2 weights for go{weights.size}, not for {game.name}")
     return weights
+
+
+def go_board_sizes(
+    options: PlayOptions = PlayOptions(),
+    model: str | Path | None = None,
+    weights_dir: str | Path = DEFAULT_WEIGHTS_DIR,
+    td_weights: str | Path | None = None,
+) -> list[int]:
+    """The Go board sizes `Player.load` can play with these arguments, smallest first.
+
+    A front end that plays Go on any board (GTP's ``boardsize``) must refuse a size before the
+    game starts, not fail at its first move, so it asks which files `Player.load` would find:
+    the one size of the model or Dyna-2 weights file given, else each size whose model (or in
+    mode "dyna2", whose Dyna-2 weights) is in ``weights_dir``; every size for TD search, which
+    needs no file.  Raises ValueError when the file given is not for Go.
+    """
+    if options.mode == "dyna2" and td_weights is not None:
+        sizes = [ShapeWeights.load(td_weights).size]
+    elif model is not None and (options.mode not in TD_MODES or options.td_root_moves):
+        game = read_model_info(model).game
+        if not game.startswith("go") or not game[2:].isdigit():
+            raise ValueError(f"{model} is a model for {game}, not for Go")
+        sizes = [int(game[2:])]
+    elif options.mode == "td":
+        sizes = list(range(MIN_SIZE, MAX_SIZE + 1))
+    else:
+        path_for = td_weights_path_for if options.mode == "dyna2" else model_path_for
+        sizes = [size for size in range(MIN_SIZE, MAX_SIZE + 1) if path_for(GoGame(size), weights_dir).is_file()]
+    return [size for size in sizes if MIN_SIZE <= size <= MAX_SIZE]
 
 
 class Player:

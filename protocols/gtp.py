@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
+from engine.games.go import GoGame, GoState
 from engine.games.sgf import read_sgf, result_text, write_sgf
 from engine.player import (
     DEFAULT_WEIGHTS_DIR,
@@ -77,10 +77,7 @@ from engine.player import (
     Player,
     PlayOptions,
     ResignTracker,
-    ShapeWeights,
-    model_path_for,
-    read_model_info,
-    td_weights_path_for,
+    go_board_sizes,
     write_text_atomically,
 )
 from protocols.go_text import board_text
@@ -140,12 +137,8 @@ class GtpEngine:
         self.clock = GameClock(margin=config.time_margin)
         self._players: dict[int, Player] = {}
         self._input_ready = threading.Event()  # set while an input line waits to be handled
-        # The board size of the one file given to play with (0: any size with a file in weights_dir).
-        self._model_size = 0
-        if self.options.mode == "dyna2" and config.td_weights is not None:
-            self._model_size = ShapeWeights.load(config.td_weights).size
-        elif config.model is not None and (self.options.mode not in TD_MODES or self.options.td_root_moves):
-            self._model_size = _model_size(config.model)
+        # The board sizes there are files for, fixed for the session (`boardsize` refuses the others).
+        self._sizes = go_board_sizes(self.options, config.model, config.weights_dir, config.td_weights)
         self.handlers: dict[str, Callable[[list[str]], str]] = {
             "protocol_version": lambda args: PROTOCOL_VERSION,
             "name": lambda args: config.name,
@@ -259,20 +252,9 @@ class GtpEngine:
     def _default_size(self) -> int:
         """19 if there is a model for it, else 9 if there is one for 9, else the smallest (the
         files are Dyna-2's weights in mode "dyna2"; TD search needs none)."""
-        available = [size for size in range(MIN_SIZE, MAX_SIZE + 1) if self._has_model(size)]
-        if not available or DEFAULT_SIZE in available:
+        if not self._sizes or DEFAULT_SIZE in self._sizes:
             return DEFAULT_SIZE
-        return 9 if 9 in available else available[0]
-
-    def _has_model(self, size: int) -> bool:
-        if not MIN_SIZE <= size <= MAX_SIZE:
-            return False
-        if self._model_size:
-            return self._model_size == size
-        if self.options.mode == "td":
-            return True
-        path_for = td_weights_path_for if self.options.mode == "dyna2" else model_path_for
-        return path_for(GoGame(size), self.config.weights_dir).is_file()
+        return 9 if 9 in self._sizes else self._sizes[0]
 
     def _new_game(self, state: GoState) -> None:
         """Start afresh from ``state`` (an empty board, or a position read from an SGF record)."""
@@ -339,7 +321,7 @@ class GtpEngine:
             size = gtp_int(_one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
-        if not self._has_model(size):
+        if size not in self._sizes:
             raise GtpError("unacceptable size")
         self._new_game(GoGame(size, self.game.komi).initial_state())
         return ""
@@ -508,7 +490,7 @@ class GtpEngine:
             record = read_sgf(Path(args[0]).read_bytes())
         except (OSError, GameFormatError) as error:
             raise GtpError(f"cannot load file ({error})") from None
-        if not self._has_model(record.game.size):
+        if record.game.size not in self._sizes:
             raise GtpError("cannot load file (unacceptable size)")
         # "loadsgf file n": the position before move n is played, i.e. after n - 1 moves.
         played = len(record.states) - 1 if move_number is None else min(max(move_number - 1, 0), len(record.states) - 1)
@@ -651,10 +633,3 @@ def _writable_file(name: str) -> str:
         raise GtpError(f"cannot write {name} (no such folder)")
     return path
 
-
-def _model_size(path: Path) -> int:
-    """Board size of a Go model file, from its metadata."""
-    info = read_model_info(path)
-    if not info.game.startswith("go") or not info.game[2:].isdigit():
-        raise ValueError(f"{path} is a model for {info.game}, not for Go")
-    return int(info.game[2:])

@@ -22,6 +22,7 @@ from engine.player import (
     Player,
     PlayOptions,
     ResignTracker,
+    go_board_sizes,
     model_path_for,
     read_model_info,
 )
@@ -97,6 +98,17 @@ def test_model_loading_errors(tmp_path: Path, untrained_model) -> None:
     shutil.copy(untrained_model("countup"), model_path_for(go, tmp_path))
     with pytest.raises(ModelMismatchError):
         Player.load(go, weights_dir=tmp_path)
+
+
+def test_go_board_sizes_are_those_with_files(tmp_path: Path, untrained_model) -> None:
+    assert go_board_sizes(weights_dir=tmp_path) == []
+    shutil.copy(untrained_model("go9"), model_path_for(games.get("go9"), tmp_path))
+    assert go_board_sizes(weights_dir=tmp_path) == [9]
+    assert go_board_sizes(model=untrained_model("go7")) == [7]  # the one model given
+    assert go_board_sizes(PlayOptions(mode="td"), weights_dir=tmp_path) == list(range(5, 20))  # no file needed
+    assert go_board_sizes(PlayOptions(mode="dyna2"), weights_dir=tmp_path) == []  # no go<N>-td.npz
+    with pytest.raises(ValueError, match="is a model for countup"):
+        go_board_sizes(model=untrained_model("countup"))
 
 
 # --- analysis: repeated searches on one tree ---------------------------------------------------
