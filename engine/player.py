@@ -18,7 +18,7 @@ move of a game (the paper's condition for its strength) and forgotten at a new g
 
 Protocols reach the engine through this module and `engine.games` only: besides the player,
 it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
-`move_budget`, `go_board_sizes`, `default_threads`, `write_text_atomically`).
+`move_budget`, `clock_budget`, `go_board_sizes`, `default_threads`, `write_text_atomically`).
 """
 
 from __future__ import annotations
@@ -55,13 +55,13 @@ from engine.search.result import SearchResult
 from engine.search.td import ShapeWeights, TdConfig, TdResult, TdSearch
 from engine.search.td import warm_up as warm_up_td
 from engine.search.tree import SearchTree
-from engine.timecontrol import GameClock, TimeSettings, move_budget
+from engine.timecontrol import GameClock, TimeSettings, clock_budget, move_budget
 
 __all__ = [
     "DEFAULT_WEIGHTS_DIR", "PRECISIONS", "Decision", "GameClock", "Judgement", "ModelInfo", "MoveRule", "MoveStat",
     "Ownership", "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "TimeSettings",
-    "default_threads", "go_board_sizes", "load_td_weights", "model_path_for", "move_budget", "read_model_info",
-    "td_weights_path_for", "write_text_atomically",
+    "clock_budget", "default_threads", "go_board_sizes", "load_td_weights", "model_path_for", "move_budget",
+    "read_model_info", "td_weights_path_for", "write_text_atomically",
 ]
 
 Mode = Literal["reactive", "search", "td", "dyna2"]

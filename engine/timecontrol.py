@@ -2,7 +2,8 @@
 
 Every protocol with a clock (UCI ``go wtime .. winc .. movestogo ..``, the lichess bridge, GTP
 ``time_left``) asks one question: how long may the engine think about this move?  They all
-answer it with `move_budget`, so the policy below is the same everywhere.
+answer it with `move_budget` (UCI and lichess through `clock_budget`, which reads their
+milliseconds), so the policy below is the same everywhere.
 
 The policy, for ``remaining`` seconds on our clock, ``increment`` seconds added per move,
 ``moves_to_go`` moves until the next time control (None: sudden death), and ``overhead``
@@ -89,6 +90,25 @@ def move_budget(
     if sudden_death:
         usable *= SUDDEN_DEATH_MAX_SHARE
     return max(0.0, min(budget, usable))
+
+
+def clock_budget(
+    clock_ms: float | None,
+    increment_ms: float | None = None,
+    moves_to_go: int | None = None,
+    movetime_ms: float | None = None,
+    overhead: float = DEFAULT_OVERHEAD,
+) -> float | None:
+    """Seconds for this move from a chess clock as UCI's ``go`` and lichess send it, in
+    milliseconds: the `move_budget` of our clock (``clock_ms``, ``increment_ms``,
+    ``moves_to_go``; 0 moves to go is sudden death) and ``movetime_ms`` less the ``overhead``,
+    the smaller where both are given; None where neither is."""
+    budgets = []
+    if movetime_ms is not None:
+        budgets.append(max(0.0, movetime_ms / 1000.0 - overhead))
+    if clock_ms is not None:
+        budgets.append(move_budget(clock_ms / 1000.0, (increment_ms or 0) / 1000.0, moves_to_go or None, overhead))
+    return min(budgets) if budgets else None
 
 
 TimeSystem = Literal["none", "absolute", "canadian", "byoyomi"]

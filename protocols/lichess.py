@@ -23,7 +23,7 @@ from typing import Any
 
 import engine.games
 from engine.games.base import Setup, State
-from engine.player import Player, PlayOptions, ResignTracker, move_budget
+from engine.player import Player, PlayOptions, ResignTracker, clock_budget
 from protocols.lichess_client import LichessClient, LichessError, StreamDropped
 from protocols.lichess_config import BotConfig, ChallengePolicy
 
@@ -216,9 +216,9 @@ class GameRunner:
         if settings.mode == "reactive":
             options = PlayOptions(mode="reactive")
         else:
-            remaining = float(state.get("wtime" if self._white else "btime", 0)) / 1000.0
-            increment = float(state.get("winc" if self._white else "binc", 0)) / 1000.0
-            budget = move_budget(remaining, increment, overhead=settings.move_overhead)
+            side = "w" if self._white else "b"
+            budget = clock_budget(float(state.get(f"{side}time", 0)), float(state.get(f"{side}inc", 0)),
+                                  overhead=settings.move_overhead)
             options = PlayOptions(mode="search", simulations=settings.simulations, time=budget)
         decision = self._player.decide(options)
         self._answered = len(self._moves)

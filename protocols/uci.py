@@ -73,9 +73,9 @@ from engine.player import (
     MoveStat,
     Player,
     PlayOptions,
+    clock_budget,
     default_threads,
     model_path_for,
-    move_budget,
 )
 
 DEFAULT_SIMULATIONS = 800  # a `go` without any limit
@@ -505,7 +505,9 @@ class UciEngine:
             return
         player.set_position(self._initial, self._actions)
         settings = self._settings()
-        job = _Job(player, go, settings, start, _time_budget(go, state.to_play, settings.overhead))
+        clock, increment = (go.wtime, go.winc) if state.to_play == 0 else (go.btime, go.binc)
+        budget = clock_budget(clock, increment, go.movestogo, go.movetime, settings.overhead)
+        job = _Job(player, go, settings, start, budget)
         thread = threading.Thread(target=self._think, args=(job,), name="uci-search", daemon=True)
         with self._lock:
             self._job, self._thread = job, thread
@@ -680,18 +682,6 @@ def _options(job: _Job) -> PlayOptions:
         ponder=settings.ponder,
         memory=settings.hash_mb * 2**20,
     )
-
-
-def _time_budget(go: GoCommand, to_play: int, overhead: float) -> float | None:
-    """Seconds this move may take by ``movetime`` and by the clock (the smaller), or None."""
-    budgets = []
-    if go.movetime is not None:
-        budgets.append(max(0.0, go.movetime / 1000.0 - overhead))
-    clock = go.wtime if to_play == 0 else go.btime
-    if clock is not None:
-        increment = (go.winc if to_play == 0 else go.binc) or 0
-        budgets.append(move_budget(clock / 1000.0, increment / 1000.0, go.movestogo or None, overhead))
-    return min(budgets) if budgets else None
 
 
 def _seconds_until(deadline: float | None) -> float | None:

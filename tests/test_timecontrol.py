@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.timecontrol import DEFAULT_OVERHEAD, move_budget
+from engine.timecontrol import DEFAULT_OVERHEAD, clock_budget, move_budget
 
 
 def play_clock(
@@ -69,6 +69,14 @@ def test_longer_controls_spend_more() -> None:
     budgets = [move_budget(t, inc) for t, inc in ((60, 0), (180, 2), (600, 5), (1800, 30))]
     assert budgets == sorted(budgets)
     assert budgets[-1] > 60.0  # 30+30: about a minute per move
+
+
+def test_clock_budget_reads_uci_milliseconds() -> None:
+    assert clock_budget(None) is None  # no clock, no movetime: no limit
+    assert clock_budget(None, movetime_ms=2000, overhead=0.1) == pytest.approx(1.9)
+    assert clock_budget(60_000, 1000, overhead=0.1) == move_budget(60.0, 1.0, overhead=0.1)
+    assert clock_budget(60_000, None, 0) == move_budget(60.0)  # movestogo 0: sudden death
+    assert clock_budget(60_000, None, 1, movetime_ms=500) == pytest.approx(0.4)  # the smaller
 
 
 def test_bad_arguments_are_refused() -> None:
