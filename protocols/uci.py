@@ -251,30 +251,23 @@ def parse_go(tokens: list[str], state: State, complain: Callable[[str], None]) -
     return go
 
 
-@dataclass(frozen=True)
-class _Settings:
-    """The option values a search reads, copied when it starts."""
-
-    multipv: int
-    show_wdl: bool
-    ponder: bool  # the GUI will ponder on our expected reply
-    reactive: bool
-    simulations: int  # the Simulations option (0: not set)
-    overhead: float  # seconds
-    hash_mb: int  # memory for the search tree
-
-
 class _Job:
     """One ``go``: its player (at the position), limits, and the events the main thread signals it with.
 
-    ``interrupt`` ends the running ``decide`` call (stop, quit, ponderhit); ``stopped`` says the
-    whole search must end; ``ponderhit`` that the pondered move was played.
+    ``options`` are how each of its searches decides, from the option values when it started
+    (the budget is set where a search runs); ``cap`` is the simulations of the whole ``go``:
+    ``nodes`` or the Simulations option, the smaller.  ``interrupt`` ends the running
+    ``decide`` call (stop, quit, ponderhit); ``stopped`` says the whole search must end;
+    ``ponderhit`` that the pondered move was played.
     """
 
-    def __init__(self, player: Player, go: GoCommand, settings: _Settings, start: float, budget: float | None) -> None:
+    def __init__(self, player: Player, go: GoCommand, options: PlayOptions, cap: int | None, show_wdl: bool,
+                 start: float, budget: float | None) -> None:
         self.player = player
         self.go = go
-        self.settings = settings
+        self.options = options
+        self.cap = cap
+        self.show_wdl = show_wdl
         self.start = start
         self.budget = budget
         self.interrupt = threading.Event()
@@ -295,12 +288,6 @@ class _Job:
     @property
     def deadline(self) -> float | None:
         return None if self.budget is None else self.start + self.budget
-
-    @property
-    def cap(self) -> int | None:
-        """The simulations of the whole ``go``: ``nodes`` or the Simulations option, the smaller."""
-        caps = [cap for cap in (self.go.nodes, self.settings.simulations or None) if cap is not None]
-        return min(caps) if caps else None
 
 
 class UciEngine:
@@ -504,10 +491,18 @@ class UciEngine:
             self._send("bestmove (none)")
             return
         player.set_position(self._initial, self._actions)
-        settings = self._settings()
+        values = self.values
+        options = PlayOptions(
+            mode="reactive" if values["searchmode"] == "reactive" else "search",
+            top_moves=int(values["multipv"]),
+            candidates=tuple(go.searchmoves),
+            ponder=bool(values["ponder"]),
+            memory=int(values["hash"]) * 2**20,
+        )
+        caps = [cap for cap in (go.nodes, int(values["simulations"]) or None) if cap is not None]
         clock, increment = (go.wtime, go.winc) if state.to_play == 0 else (go.btime, go.binc)
-        budget = clock_budget(clock, increment, go.movestogo, go.movetime, settings.overhead)
-        job = _Job(player, go, settings, start, budget)
+        budget = clock_budget(clock, increment, go.movestogo, go.movetime, int(values["move overhead"]) / 1000.0)
+        job = _Job(player, go, options, min(caps) if caps else None, bool(values["uci_showwdl"]), start, budget)
         thread = threading.Thread(target=self._think, args=(job,), name="uci-search", daemon=True)
         with self._lock:
             self._job, self._thread = job, thread
@@ -552,17 +547,6 @@ class UciEngine:
     def _searching(self) -> bool:
         with self._lock:
             return self._job is not None
-
-    def _settings(self) -> _Settings:
-        return _Settings(
-            multipv=int(self.values["multipv"]),
-            show_wdl=bool(self.values["uci_showwdl"]),
-            ponder=bool(self.values["ponder"]),
-            reactive=self.values["searchmode"] == "reactive",
-            simulations=int(self.values["simulations"]),
-            overhead=int(self.values["move overhead"]) / 1000.0,
-            hash_mb=int(self.values["hash"]),
-        )
 
     def _shipped_model(self) -> str:
         return str(model_path_for(self.game, self.weights_dir))
@@ -624,10 +608,10 @@ class UciEngine:
             if job.deadline is not None and time.perf_counter() >= job.deadline:
                 return decision  # pondered for longer than this move's whole budget
         long_search = go.nodes is None and job.budget is not None and job.budget > LONG_SEARCH
-        if go.depth is not None or job.settings.reactive or long_search:
+        if go.depth is not None or job.options.mode == "reactive" or long_search:
             return self._analyse(job, deadline=job.deadline, depth=go.depth)
         simulations = DEFAULT_SIMULATIONS if job.cap is None and job.deadline is None else job.cap
-        options = replace(_options(job), simulations=simulations, time=_seconds_until(job.deadline))
+        options = replace(job.options, simulations=simulations, time=_seconds_until(job.deadline))
         decision = job.player.decide(options, stop=job.interrupt)
         job.simulations += decision.simulations
         self._report(job, decision)
@@ -648,7 +632,7 @@ class UciEngine:
             return depth is None or (decision.depth < depth and decision.outcome is None)
 
         return job.player.analyse(
-            update, job.interrupt, _options(job),
+            update, job.interrupt, job.options,
             simulations=None if cap is None else max(0, cap - job.simulations),
             time=_seconds_until(deadline),
             interval=INFO_INTERVAL,
@@ -663,25 +647,13 @@ class UciEngine:
         for rank, line in enumerate(decision.top_moves, start=1):
             mate = _mate_in(line)
             score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q)}"
-            if job.settings.show_wdl:
+            if job.show_wdl:
                 score += " wdl {} {} {}".format(*wdl(line.q))
             self._send(
                 f"info depth {len(line.pv)} seldepth {max(decision.seldepth, len(line.pv))} multipv {rank} "
                 f"score {score} nodes {nodes} nps {int(nodes / max(elapsed, 1e-3))} "
                 f"time {int(elapsed * 1000)} pv {' '.join(line.pv)}"
             )
-
-
-def _options(job: _Job) -> PlayOptions:
-    """How each search of ``job`` decides (its budget is set where it runs)."""
-    settings = job.settings
-    return PlayOptions(
-        mode="reactive" if settings.reactive else "search",
-        top_moves=settings.multipv,
-        candidates=tuple(job.go.searchmoves),
-        ponder=settings.ponder,
-        memory=settings.hash_mb * 2**20,
-    )
 
 
 def _seconds_until(deadline: float | None) -> float | None:
