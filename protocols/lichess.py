@@ -81,7 +81,6 @@ class GameRunner:
         self._initial: State | None = None
         self._initial_fen: str | None = None
         self._white = True
-        self._actions: list[int] = []
         self._moves: list[str] = []
         self._answered: int | None = None  # length of the move list we last answered
         self._offers_answered: set[tuple[str, int]] = set()
@@ -140,7 +139,7 @@ class GameRunner:
             game = self.bot.game
             self._initial = game.start_state(Setup(fen=None if fen == STARTPOS else fen))
             self._initial_fen = fen
-            self._actions, self._moves = [], []
+            self._moves = []
             self._player = self.bot.make_player()
         if not self._greeted:
             self._greeted = True
@@ -169,24 +168,20 @@ class GameRunner:
             self._move(state)
 
     def _sync(self, moves: list[str]) -> None:
-        """Bring the player to ``moves``, reusing the known prefix (a takeback rewinds it)."""
+        """Bring the player to ``moves`` (its search tree is kept when they extend the last
+        list); a takeback that removed our answer makes that position need a new one."""
         assert self._initial is not None and self._player is not None
         common = 0
         while common < min(len(moves), len(self._moves)) and moves[common] == self._moves[common]:
             common += 1
-        actions = self._actions[:common]
-        state = self._initial
-        for action in actions:
-            state = state.play(action)
-        for move in moves[common:]:
-            action = self.bot.game.text_to_action(state, move)
-            actions.append(action)
-            state = state.play(action)
-        taken_back = common < len(self._moves)
-        if taken_back and self._answered is not None and common <= self._answered:
-            self._answered = None  # a takeback removed our answer: that position needs a new one
-        self._actions, self._moves = actions, list(moves)
-        self._player.set_position(self._initial, self._actions)
+        if common < len(self._moves) and self._answered is not None and common <= self._answered:
+            self._answered = None
+        actions, state = [], self._initial
+        for move in moves:
+            actions.append(self.bot.game.text_to_action(state, move))
+            state = state.play(actions[-1])
+        self._moves = list(moves)
+        self._player.set_position(self._initial, actions)
 
     def _our_turn(self) -> bool:
         assert self._player is not None
