@@ -156,12 +156,14 @@ def go_q_targets(
     actions and values.
 
     ``score_scale`` 0: one label a position, the game's outcome (+-1 for the mover) on the
-    teacher's move. Those targets saturate: a network fit to them reads +-1 on every move of a
-    decided-looking position, and search cannot rank its children.  ``score_scale`` S > 0:
-    every move the teacher listed gets tanh((final score - its shortfall) / S), the shortfall
-    being how many of the teacher's points (GNU Go's move values) it is worth less than the
-    best listed move -- the score the game would have ended with had that move been played,
-    squashed so that a won-by-40 position reads near 1 and a close one near 0.
+    teacher's move.  Those targets saturate (a network fit to them reads +-1 on every move of a
+    decided-looking position).  ``score_scale`` S > 0: every move the teacher listed gets
+    tanh((final score - its shortfall) / S), the shortfall being how many of the teacher's
+    points (GNU Go's move values) it is worth less than the best listed move -- the score the
+    game would have ended with had that move been played, squashed so that a won-by-40 position
+    reads near 1 and a close one near 0.  Measured on 9x9 (benchmarks/RESULTS.md, "9x9 Go: 2.5
+    times the labels"): S = 10 made a better policy but worse values for search, so 0 is the
+    default.
     """
     if score_scale <= 0:
         count = len(shard["ply"])
