@@ -150,7 +150,7 @@ class LabelledSet:
 
 
 def go_q_targets(
-    shard: Any, scores: np.ndarray, score_scale: float
+    shard: dict[str, np.ndarray], scores: np.ndarray, score_scale: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Go's Q targets for one shard's positions: label starts (one more entry at the end),
     actions and values.
