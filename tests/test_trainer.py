@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -22,7 +23,15 @@ from engine.network import OnnxEvaluator
 from klent.cli import main as klent_main
 from klent.commands.plot import run_summary
 from training import klent
-from training.config import EvalConfig, OptimConfig, TrainConfig, config_changes, config_to_toml, load_config
+from training.config import (
+    EvalConfig,
+    OptimConfig,
+    TrainConfig,
+    config_changes,
+    config_to_toml,
+    load_config,
+    with_settings,
+)
 from training.fitting import fit, symmetry_image
 from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
 from training.nets import NetConfig, build_net, load_checkpoint
@@ -163,6 +172,36 @@ def test_klent_train_prints_a_config_mistake_as_one_line(tmp_path: Path, capsys:
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "[game_options] komi is not a setting" in err, err
     assert not (tmp_path / "run").exists()
+
+
+def test_set_changes_a_setting_by_its_toml_path_and_names_a_wrong_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`klent train --set`: an A/B arm as a command line, checked as a config file is."""
+    base = load_config(CONFIGS / "go9_distill_cpu.toml")
+    arm = with_settings(base, ["distill.score_scale=10", "optim.lr_schedule=[[50, 1e-4]]", "net.blocks=2",
+                               "iterations = 7", "klent.preset=kl-only"])
+    assert arm == dataclasses.replace(  # those settings, and nothing else
+        base, distill=dataclasses.replace(base.distill, score_scale=10.0),
+        optim=dataclasses.replace(base.optim, lr_schedule=((50, 1e-4),)), blocks=2, iterations=7, preset="kl-only")
+    assert with_settings(base, []) == base
+    for setting, named in [
+        ("distill.score_scale=-1", "score_scale"),
+        ("distill.scale=1", "scale is not a setting"),
+        ("optim.lr=fast", "lr"),
+        ("distil.q_weight=1", "no section [distil]"),
+        ("optim", "expected KEY=VALUE"),
+        ("a.b.c=1", "expected KEY=VALUE"),
+        ("optim=1", "optim is a section"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(named)) as error:
+            with_settings(base, [setting])
+        assert "\n" not in str(error.value)
+    run = tmp_path / "run"
+    assert klent_main(["train", "--config", str(CONFIGS / "go9_distill_cpu.toml"), "--set", "distill.q_weight=-2",
+                       "--out", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "q_weight" in err and not run.exists(), err
 
 
 # ---------------------------------------------------------------------------------------------

@@ -304,6 +304,39 @@ def config_to_toml(config: TrainConfig) -> str:
     return "\n".join(lines) + "\n"
 
 
+def with_settings(config: TrainConfig, settings: list[str]) -> TrainConfig:
+    """``config`` with each ``KEY=VALUE`` of ``settings`` applied (``klent train --set``), so that
+    an A/B arm is a command line rather than a copy of a config file.
+
+    KEY is the setting's TOML path (``distill.score_scale``, ``optim.lr``, ``iterations``, and the
+    [net] keys as ``net.blocks``); VALUE is TOML (``10``, ``true``, ``[[100, 3e-4]]``), a bare word
+    being read as a string.  The result goes through the same checks as a file, so a wrong key or
+    value is a one-line ValueError that names the setting.
+    """
+    data = config.to_dict()
+    for setting in settings:
+        key, equals, text = setting.partition("=")
+        path = key.strip().split(".")
+        if not equals or not all(path) or len(path) > 2:
+            raise ValueError(f"--set {setting!r}: expected KEY=VALUE, KEY a setting or section.setting")
+        try:
+            value = tomllib.loads(f"value = {text}")["value"]
+        except tomllib.TOMLDecodeError:
+            value = text.strip()  # a bare word: a string (preset = kl-only)
+        table = data
+        if len(path) == 2:
+            if path[0] not in SECTIONS:
+                raise ValueError(f"--set {setting!r}: no section [{path[0]}] (known: {', '.join(SECTIONS)})")
+            table = data[path[0]]
+        elif isinstance(data.get(path[0]), dict):
+            raise ValueError(f"--set {setting!r}: {path[0]} is a section; name one of its settings")
+        table[path[-1]] = value
+    try:
+        return TrainConfig.from_dict(data)
+    except ValueError as error:
+        raise ValueError(f"--set: {error}") from None
+
+
 # What a resumed run may change: how it goes on (the optimiser and its training levers, when to
 # export and evaluate, where self-play runs its network, when to stop), not what it is (game,
 # network, algorithm and its targets, seed, the self-play games in flight).

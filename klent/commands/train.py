@@ -7,12 +7,14 @@ trained checkpoint (`--init`); or learn Dyna-2's permanent memory for Go by TD s
     klent train --config training/configs/gardner_klent_cpu.toml --seed 1 --out runs/eff/gardner-klent-s1
     klent train --out runs/go9 --resume --minutes 60
     klent train --config training/configs/chess_distill_cpu.toml --data data/chess --out runs/chess-d
+    klent train --config training/configs/go9_distill_cpu.toml --set distill.score_scale=10 --out runs/arm
     klent train --config training/configs/chess_cpu.toml --init runs/chess-d/checkpoint.pt --out runs/c
     torchrun --nproc_per_node=2 -m klent train --config training/configs/go9_gpu.toml --out runs/g
     klent train --algo td-learning --game go9 --out runs/go9-td --games 200000 [--resume]
 
 The config (TOML, see training/configs/) defines the run; --game, --algo, --preset and --seed
-override it for a new run (one config, several seeds: benchmarks/efficiency.sh).  A resumed run
+override it for a new run (one config, several seeds: benchmarks/efficiency.sh), and --set changes
+any setting by its TOML path (an A/B arm without a copy of the file).  A resumed run
 keeps the configuration stored in its checkpoint, unless --config gives one that changes only
 how the run goes on (the [optim] and [eval] sections, export_every, keep_every, iterations, the
 self-play evaluator and resignation settings); the checkpoint records such changes.
@@ -45,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("klent", "kl-only", "ent-only", "one-step", "monte-carlo"),
         help="KLENT ablation preset (paper table 2); overrides the config",
     )
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="settings",
+                        help="change one setting of the config, e.g. distill.score_scale=10 or optim.lr=3e-4 "
+                        "(TOML values; repeatable)")
     parser.add_argument("--seed", type=int, help="the run's random seed; overrides the config (new runs only)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--iterations", type=int, help="stop after this many iterations in total")
@@ -59,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         return _td_learning(args)
     # torch is imported only when training
     from training.checkpoint import resume_config
-    from training.config import config_changes, load_config
+    from training.config import config_changes, load_config, with_settings
     from training.fitting import TrainingDiverged
     from training.trainer import Trainer
 
@@ -71,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in chosen.items() if v is not None}
     if args.resume:
         saved = resume_config(args.out)
-        config = saved if args.config is None else load_config(args.config)
+        config = with_settings(saved if args.config is None else load_config(args.config), args.settings)
         if any(getattr(config, k) != v for k, v in overrides.items()):
             raise CommandError("--game, --algo, --preset, --init and --seed cannot change a run being resumed")
         # A preset names no labelled set: the run keeps its own unless --data gives another.
@@ -81,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.config is None:
             raise CommandError("a new run needs --config (see training/configs/)")
-        config = load_config(args.config)
+        config = with_settings(load_config(args.config), args.settings)
         config = _with_data(config.replace(**overrides), args.data or config.distill.data)
     run_ = Trainer(
         config, args.out, resume=args.resume, device=args.device, threads=args.threads,
