@@ -122,6 +122,69 @@ def test_sigkill_during_labelling_then_resume_loses_and_repeats_nothing(tmp_path
     assert manifest.games == teacher.Manifest.read(whole).games
 
 
+def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_labels_them(
+    tmp_path: Path, stockfish_path: str, gnugo_path: str
+) -> None:
+    """DAgger's positions: the student's reactive moves for k plies (k drawn per game), then
+    the teacher's; chess labels every position, Go those from the teacher's first move on."""
+    weights = Path(__file__).resolve().parent.parent / "weights"
+    config = small_config(stockfish_path, student=str(weights / "chess.onnx"), student_plies=6, max_plies=16)
+    student = teacher.open_student(config)
+    chess_game = teacher.rules("chess")
+    drawn = []
+    stockfish = teacher.open_teacher(config)
+    try:
+        records = [teacher.play_labelled_game(stockfish, config, index, student) for index in range(4)]
+    finally:
+        stockfish.quit()
+    for index, record in enumerate(records):
+        rng = np.random.default_rng([config.seed, index])
+        [rng.choice(teacher.TEMPERATURES) for _ in range(2)]  # the game's two strengths come first
+        until = config.opening_plies + teacher.student_plies(config, rng)
+        drawn.append(until - config.opening_plies)
+        assert len(record.hashes) == len(record.moves)  # every position labelled, the student's too
+        state = chess_game.initial_state()
+        for ply, text in enumerate(record.moves):
+            action = chess_game.text_to_action(state, text)
+            if config.opening_plies <= ply < until:
+                assert action == teacher.student_move(student, state), (index, ply)
+            state = state.play(action)
+    assert max(drawn) > 0 and len(set(drawn)) > 1
+
+    go = teacher.LabelConfig(game="go9", teacher=f"{gnugo_path} --mode gtp --level 1 --chinese-rules",
+                             depth=None, max_plies=40, opening_plies=2, student=str(weights / "go9.onnx"),
+                             student_plies=10)
+    go_student = teacher.open_student(go)
+    go_game = teacher.rules("go9")
+    gnugo = teacher.open_teacher(go)
+    try:
+        for index in range(3):
+            record = teacher.play_labelled_go_game(gnugo, go, index, go_student)
+            until = go.opening_plies + teacher.student_plies(go, np.random.default_rng([go.seed, index]))
+            assert record.first_ply == until and len(record.hashes) == len(record.moves) - until
+            state = go_game.initial_state()
+            for ply, vertex in enumerate(record.moves[:until]):
+                action = go_game.parse_vertex(vertex)
+                if ply >= go.opening_plies:
+                    assert action == teacher.student_move(go_student, state), (index, ply)
+                state = state.play(action)
+    finally:
+        gnugo.close()
+    with pytest.raises(ValueError, match="student_plies"):
+        teacher.LabelConfig(student=str(weights / "chess.onnx"))
+    with pytest.raises(ValueError, match="cannot load the student"):
+        teacher.open_student(dataclasses.replace(go, student=str(weights / "chess.onnx")))
+
+
+def test_a_set_made_before_a_setting_existed_resumes(tmp_path: Path, stockfish_path: str) -> None:
+    config = small_config(stockfish_path, positions=30)
+    teacher.label(config, tmp_path / "set")
+    manifest = json.loads((tmp_path / "set" / "manifest.json").read_text())
+    del manifest["config"]["student"], manifest["config"]["student_plies"]  # as written before the option
+    (tmp_path / "set" / "manifest.json").write_text(json.dumps(manifest))
+    assert teacher.label(dataclasses.replace(config, positions=60), tmp_path / "set").positions >= 60
+
+
 def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: Path) -> None:
     game = engine.games.get("chess")
     data = LabelledSet.load(labelled, game, progress=False)
@@ -217,6 +280,11 @@ def test_the_label_command_says_what_it_did(tmp_path: Path) -> None:
     changed = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out),
                               "--depth", "3"], capture_output=True, text=True, timeout=60)
     assert changed.returncode == 2 and "other settings (depth)" in changed.stderr
+    for flags, said in ((["--student-plies", "5"], "--student-plies needs --student"),
+                        (["--student", str(tmp_path / "none.onnx")], "no student model")):
+        refused = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(tmp_path / "s"),
+                                  *flags], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and said in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, gnugo_path: str) -> None:

@@ -28,6 +28,15 @@ and from the end of the game the result (``final_score``) and each point's final
 (``final_status_list``: territory, living and seki stones for their colour, dead stones for
 the captor), both from the view of the player to move.
 
+Student positions (``student``, DAgger's remedy for a student that meets positions its teacher
+never plays into): in each game a network -- the model being trained -- plays both sides for
+the first k plies after the opening, k drawn uniformly from 0..``student_plies`` per game, as
+it plays reactively (the argmax of its policy, Go's move rules applied); the teacher plays
+the rest.  The positions its mistakes lead to are then labelled by the teacher.  Chess labels
+every position, the student's too (a label is a search of the position, whoever moves next);
+Go labels from the teacher's first move on, since its Q target is the game's outcome, which
+must come from the teacher's play.
+
 Storage: a folder with ``manifest.json`` and ``shard-NNNNN.npz`` files, each holding
 ``games_per_shard`` consecutive games whole.  Game ``i`` is fully determined by
 (seed, i) and the teacher (a chess teacher's hash is cleared before each position and it
@@ -50,7 +59,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import chess
@@ -60,8 +69,10 @@ import numpy as np
 
 import engine.games
 from engine.files import atomic_target, write_text_atomically
+from engine.games.base import State
 from engine.games.chess import ChessGame, ChessState
 from engine.games.go import GoGame, GoState
+from engine.player import Player, PlayOptions
 from protocols.engine_process import EngineError, GtpFailure, GtpProcess
 from protocols.go_text import score_points
 from protocols.openings import off_the_edge
@@ -92,6 +103,8 @@ class LabelConfig:
     games_per_shard: int = 20
     validation_every: int = 20  # every 20th game is a validation game (5 %)
     hash_mb: int = 16
+    student: str | None = None  # an ONNX model that plays the first plies after the opening
+    student_plies: int = 0  # its plies in a game: uniform in 0..student_plies
 
     def __post_init__(self) -> None:
         if self.game == "chess":
@@ -108,6 +121,8 @@ class LabelConfig:
             raise ValueError("positions and games_per_shard must be >= 1, validation_every >= 2")
         if self.opening_plies < 0 or self.max_plies < 1 or not 0 <= self.opening_margin <= 2:
             raise ValueError("opening_plies >= 0, max_plies >= 1 and 0 <= opening_margin <= 2")
+        if self.student_plies < 0 or (self.student is None) != (self.student_plies == 0):
+            raise ValueError("a student model needs student_plies >= 1, and student_plies a student model")
 
     def limit(self) -> chess.engine.Limit:
         return chess.engine.Limit(depth=self.depth, nodes=self.nodes)
@@ -210,6 +225,28 @@ def choose(values: np.ndarray, rng: np.random.Generator, temperature: float, mar
     return int(rng.choice(len(values), p=weights / weights.sum()))
 
 
+def student_plies(config: LabelConfig, rng: np.random.Generator) -> int:
+    """The plies the student plays after the opening in one game (no random draw without a
+    student, so the games of a set without one stay as they were)."""
+    return int(rng.integers(0, config.student_plies + 1)) if config.student else 0
+
+
+def open_student(config: LabelConfig) -> Player:
+    """The student as it plays a match reactively: the argmax of its policy (Go's move rules
+    applied), one ONNX Runtime thread; a missing model or one of another game is a ValueError."""
+    assert config.student is not None
+    try:
+        return Player.load(rules(config.game), config.student, options=PlayOptions(mode="reactive"), threads=1)
+    except (FileNotFoundError, ValueError) as error:
+        raise ValueError(f"cannot load the student {config.student!r}: {error}") from None
+
+
+def student_move(student: Player, state: State) -> int:
+    """The student's move in ``state``."""
+    student.set_position(state)
+    return student.decide().action
+
+
 def rules(game_id: str) -> ChessGame | GoGame:
     """The rules teacher games are played and replayed under: chess without a move cap, Go with
     komi 7.5 (a game's length is the labeller's `LabelConfig.max_plies`, not a preset's cap)."""
@@ -218,12 +255,16 @@ def rules(game_id: str) -> ChessGame | GoGame:
     return engine.games.get(game_id)  # type: ignore[return-value]
 
 
-def play_labelled_game(teacher: chess.engine.SimpleEngine, config: LabelConfig, index: int) -> LabelledGame:
-    """Game ``index`` of the set: the teacher against itself, every position labelled."""
+def play_labelled_game(
+    teacher: chess.engine.SimpleEngine, config: LabelConfig, index: int, student: Player | None = None
+) -> LabelledGame:
+    """Game ``index`` of the set: the teacher against itself (after the ``student``'s plies, if
+    the set has one), every position labelled."""
     game = rules(config.game)
     assert isinstance(game, ChessGame)
     rng = np.random.default_rng([config.seed, index])
     temperatures = [float(rng.choice(TEMPERATURES)) for _ in range(2)]
+    student_until = config.opening_plies + student_plies(config, rng)
     record = LabelledGame(index, [], [], [], [])
     state = game.initial_state()
     limit = config.limit()
@@ -236,22 +277,29 @@ def play_labelled_game(teacher: chess.engine.SimpleEngine, config: LabelConfig, 
         record.values.append(values)
         record.nodes += nodes
         opening = state.move_number < config.opening_plies
-        pick = choose(values, rng, temperatures[state.to_play], config.opening_margin if opening else None)
-        action = int(actions[pick])
+        if student is not None and not opening and state.move_number < student_until:
+            action = student_move(student, state)
+        else:
+            pick = choose(values, rng, temperatures[state.to_play], config.opening_margin if opening else None)
+            action = int(actions[pick])
         record.moves.append(game.action_to_text(state, action))
         state = state.play(action)
     return record
 
 
-def play_labelled_go_game(teacher: GtpProcess, config: LabelConfig, index: int) -> LabelledGame:
+def play_labelled_go_game(
+    teacher: GtpProcess, config: LabelConfig, index: int, student: Player | None = None
+) -> LabelledGame:
     """Go game ``index``: GNU Go (or another GTP engine with ``top_moves_black/white`` and
     ``final_status_list``) against itself from ``opening_plies`` random moves off the first
-    line, every later position labelled with the teacher's top moves; then the final score and
-    ownership as the teacher judges them (dead stones removed)."""
+    line (and the ``student``'s plies, if the set has one), every later position labelled
+    with the teacher's top moves; then the final score and ownership as the teacher judges
+    them (dead stones removed)."""
     game = rules(config.game)
     assert isinstance(game, GoGame)
     rng = np.random.default_rng([config.seed, index])
-    record = LabelledGame(index, [], [], [], [], first_ply=config.opening_plies)
+    student_until = config.opening_plies + student_plies(config, rng)
+    record = LabelledGame(index, [], [], [], [], first_ply=student_until)
     state = game.initial_state()
     teacher.send(f"boardsize {game.size}")
     teacher.send("clear_board")
@@ -265,6 +313,8 @@ def play_labelled_go_game(teacher: GtpProcess, config: LabelConfig, index: int) 
         if state.move_number < config.opening_plies:
             inner = off_the_edge(state)
             action = int(rng.choice(inner)) if inner else game.pass_action
+        elif student is not None and state.move_number < student_until:
+            action = student_move(student, state)
         else:
             listed = teacher.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=120.0).split()
             top = [(game.parse_vertex(v), float(x)) for v, x in zip(listed[::2], listed[1::2])]
@@ -386,7 +436,8 @@ def shard_paths(folder: Path) -> list[Path]:
 
 
 class _Teachers:
-    """One teacher process per worker thread, started on first use, all closed at the end."""
+    """One teacher process (and student player) per worker thread, started on first use, the
+    processes all closed at the end."""
 
     def __init__(self, config: LabelConfig) -> None:
         self.config = config
@@ -402,6 +453,14 @@ class _Teachers:
             with self.lock:
                 self.started.append(teacher)
         return teacher
+
+    def student(self) -> Player | None:
+        if self.config.student is None:
+            return None
+        student = getattr(self.local, "student", None)
+        if student is None:
+            student = self.local.student = open_student(self.config)
+        return student
 
     def close(self) -> None:
         for teacher in self.started:
@@ -443,6 +502,8 @@ def label(
     manifest = Manifest.read(folder)
     settings = json.loads(json.dumps(asdict(config)))
     teachers = _Teachers(config)
+    if config.student is not None:
+        open_student(config)  # a wrong model is an error now, not in a worker thread later
     try:
         if manifest is None:
             first = teachers.get()
@@ -450,7 +511,10 @@ def label(
             manifest = Manifest(settings, teacher_name=str(name))
             manifest.write(folder)
         elif manifest.config != settings:
-            changed = sorted(k for k in settings if k != "positions" and manifest.config.get(k) != settings[k])
+            # A setting added since the set was made reads as its default there.
+            defaults = {f.name: f.default for f in fields(LabelConfig)}
+            changed = sorted(k for k in settings
+                             if k != "positions" and manifest.config.get(k, defaults[k]) != settings[k])
             if changed:
                 raise ValueError(f"{folder} was labelled with other settings ({', '.join(changed)}); "
                                  "use the same ones or another --out")
@@ -496,9 +560,9 @@ def _games_in_order(
         start = time.monotonic()
         teacher = teachers.get()
         if isinstance(teacher, GtpProcess):
-            record = play_labelled_go_game(teacher, config, index)
+            record = play_labelled_go_game(teacher, config, index, teachers.student())
         else:
-            record = play_labelled_game(teacher, config, index)
+            record = play_labelled_game(teacher, config, index, teachers.student())
         seconds.put(time.monotonic() - start)
         return record
 

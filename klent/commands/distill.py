@@ -2,9 +2,12 @@
 
     klent distill label --game chess --teacher stockfish --out data/chess --positions 200000 --jobs 2
     klent distill label --game go9 --out data/go9 --positions 50000 --jobs 2     (GNU Go level 10)
+    klent distill label --game go9 --out data/go9-student --student weights/go9.onnx --jobs 2
 
 Chess: every legal move of every stored position gets the teacher's value (W - L of its WDL).
 Go: the teacher's top moves with its move values, its move, the final result and ownership.
+With --student, a network plays the first plies after the opening of each game, so that the
+set holds the positions that network reaches (DAgger), labelled by the teacher.
 The set then trains a network with `klent train --algo distill --data data/chess`.  The run is
 resumable: run the same command again after an interruption (a larger --positions extends a
 finished set).  See training/teacher.py for how positions are chosen and stored.
@@ -36,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     label.add_argument("--jobs", type=int, default=1, help="teacher processes at once (default 1)")
     label.add_argument("--seed", type=int, default=0, help="seed of the games (default 0)")
     label.add_argument("--opening-plies", type=int, default=6, help="varied opening plies (default 6)")
+    label.add_argument("--student", metavar="MODEL",
+                       help="an ONNX model (the one being trained) that plays the first plies after the opening "
+                       "of each game, so that the teacher labels the positions its mistakes lead to")
+    label.add_argument("--student-plies", type=int, metavar="N",
+                       help="with --student: its plies in a game, uniform in 0..N (default 40)")
     label.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -59,10 +67,15 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(f"teacher {words[0]!r} not found (on Debian: apt install stockfish)")
     if shutil.which(words[0]) is None:  # found in /usr/games only: name it by its path
         args.teacher = shlex.join([found, *words[1:]])
+    if args.student_plies is not None and (args.student is None or args.student_plies < 1):
+        raise CommandError("--student-plies needs --student and must be at least 1")
+    if args.student is not None and not Path(args.student).is_file():
+        raise CommandError(f"no student model {args.student!r}")
     config = teacher.LabelConfig(
         game=args.game, teacher=args.teacher, positions=args.positions,
         depth=None if args.nodes or not chess_game else (args.depth or 6), nodes=args.nodes, seed=args.seed,
-        opening_plies=args.opening_plies,
+        opening_plies=args.opening_plies, student=args.student,
+        student_plies=0 if args.student is None else (args.student_plies or 40),
     )
     started = time.monotonic()
     bar = tqdm(total=config.positions, unit="pos", dynamic_ncols=True, disable=args.no_progress)
