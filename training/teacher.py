@@ -264,6 +264,7 @@ def play_labelled_game(
     assert isinstance(game, ChessGame)
     rng = np.random.default_rng([config.seed, index])
     temperatures = [float(rng.choice(TEMPERATURES)) for _ in range(2)]
+    assert (student is None) == (config.student is None), "a set with a student plays it (open_student)"
     student_until = config.opening_plies + student_plies(config, rng)
     record = LabelledGame(index, [], [], [], [])
     state = game.initial_state()
@@ -298,6 +299,7 @@ def play_labelled_go_game(
     game = rules(config.game)
     assert isinstance(game, GoGame)
     rng = np.random.default_rng([config.seed, index])
+    assert (student is None) == (config.student is None), "a set with a student plays it (open_student)"
     student_until = config.opening_plies + student_plies(config, rng)
     record = LabelledGame(index, [], [], [], [], first_ply=student_until)
     state = game.initial_state()
