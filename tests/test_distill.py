@@ -140,7 +140,7 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
     for index, record in enumerate(records):
         rng = np.random.default_rng([config.seed, index])
         [rng.choice(teacher.TEMPERATURES) for _ in range(2)]  # the game's two strengths come first
-        until = config.opening_plies + teacher.student_plies(config, rng)
+        until = teacher.student_until(config, rng, student)
         drawn.append(until - config.opening_plies)
         assert len(record.hashes) == len(record.moves)  # every position labelled, the student's too
         state = chess_game.initial_state()
@@ -160,7 +160,7 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
     try:
         for index in range(3):
             record = teacher.play_labelled_go_game(gnugo, go, index, go_student)
-            until = go.opening_plies + teacher.student_plies(go, np.random.default_rng([go.seed, index]))
+            until = teacher.student_until(go, np.random.default_rng([go.seed, index]), go_student)
             assert record.first_ply == until and len(record.hashes) == len(record.moves) - until
             state = go_game.initial_state()
             for ply, vertex in enumerate(record.moves[:until]):

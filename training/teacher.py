@@ -225,10 +225,12 @@ def choose(values: np.ndarray, rng: np.random.Generator, temperature: float, mar
     return int(rng.choice(len(values), p=weights / weights.sum()))
 
 
-def student_plies(config: LabelConfig, rng: np.random.Generator) -> int:
-    """The plies the student plays after the opening in one game (no random draw without a
+def student_until(config: LabelConfig, rng: np.random.Generator, student: Player | None) -> int:
+    """The ply at which the student of one game hands over to the teacher: the end of the
+    opening plus k plies drawn uniformly in 0..``student_plies`` (no random draw without a
     student, so the games of a set without one stay as they were)."""
-    return int(rng.integers(0, config.student_plies + 1)) if config.student else 0
+    assert (student is None) == (config.student is None), "a set with a student plays it (open_student)"
+    return config.opening_plies + (int(rng.integers(0, config.student_plies + 1)) if config.student else 0)
 
 
 def open_student(config: LabelConfig) -> Player:
@@ -264,8 +266,7 @@ def play_labelled_game(
     assert isinstance(game, ChessGame)
     rng = np.random.default_rng([config.seed, index])
     temperatures = [float(rng.choice(TEMPERATURES)) for _ in range(2)]
-    assert (student is None) == (config.student is None), "a set with a student plays it (open_student)"
-    student_until = config.opening_plies + student_plies(config, rng)
+    handover = student_until(config, rng, student)
     record = LabelledGame(index, [], [], [], [])
     state = game.initial_state()
     limit = config.limit()
@@ -278,7 +279,7 @@ def play_labelled_game(
         record.values.append(values)
         record.nodes += nodes
         opening = state.move_number < config.opening_plies
-        if student is not None and not opening and state.move_number < student_until:
+        if student is not None and not opening and state.move_number < handover:
             action = student_move(student, state)
         else:
             pick = choose(values, rng, temperatures[state.to_play], config.opening_margin if opening else None)
@@ -299,9 +300,8 @@ def play_labelled_go_game(
     game = rules(config.game)
     assert isinstance(game, GoGame)
     rng = np.random.default_rng([config.seed, index])
-    assert (student is None) == (config.student is None), "a set with a student plays it (open_student)"
-    student_until = config.opening_plies + student_plies(config, rng)
-    record = LabelledGame(index, [], [], [], [], first_ply=student_until)
+    handover = student_until(config, rng, student)
+    record = LabelledGame(index, [], [], [], [], first_ply=handover)
     state = game.initial_state()
     teacher.send(f"boardsize {game.size}")
     teacher.send("clear_board")
@@ -315,7 +315,7 @@ def play_labelled_go_game(
         if state.move_number < config.opening_plies:
             inner = off_the_edge(state)
             action = int(rng.choice(inner)) if inner else game.pass_action
-        elif student is not None and state.move_number < student_until:
+        elif student is not None and state.move_number < handover:
             action = student_move(student, state)
         else:
             listed = teacher.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=120.0).split()
