@@ -20,7 +20,7 @@ import torch
 import engine.games
 from training import teacher
 from training.config import EvalConfig, OptimConfig, load_config
-from training.distill import LabelledSet, batches, distill_loss, to_samples, validation_metrics
+from training.distill import Distill, DistillConfig, LabelledSet, batches, distill_loss, to_samples, validation_metrics
 from training.nets import NetConfig, build_net
 from training.selfplay import SelfPlayConfig
 from training.trainer import Trainer
@@ -203,6 +203,23 @@ def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: P
         assert samples.policy[row, actions[values.argmax()]] == 1.0
         np.testing.assert_allclose(samples.q_targets[row, actions], values)
         assert np.isnan(samples.q_targets[row, ~samples.masks[row]]).all()
+
+
+def test_several_labelled_sets_are_fitted_as_one_each_keeping_its_split(labelled: Path) -> None:
+    game = engine.games.get("chess")
+    one = LabelledSet.load(labelled, game, progress=False)
+    both = Distill.load(DistillConfig(data=f"{labelled}, {labelled}"), game, 0, 0, 1, progress=False).labelled
+    size = len(one)
+    assert len(both) == 2 * size and both.description.count("Stockfish") == 2
+    np.testing.assert_array_equal(both.validation, np.concatenate([one.validation, one.validation]))
+    for row in (0, size - 1):
+        for copy in (row, row + size):  # the second set's labels are its own, not shifted
+            actions, values = both.labels(copy)
+            np.testing.assert_array_equal(actions, one.labels(row)[0])
+            np.testing.assert_array_equal(values, one.labels(row)[1])
+    np.testing.assert_array_equal(both.obs[size:], one.obs)
+    with pytest.raises(ValueError, match="needs a labelled set"):
+        Distill.load(DistillConfig(data=" , "), game, 0, 0, 1, progress=False)
 
 
 def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_untrained_net(labelled: Path) -> None:

@@ -4,6 +4,7 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
 
 1. `LabelledSet.load` replays the games of a labelled set (`training.teacher`) once and keeps
    each stored position's observation (float16) and its labels (ragged: legal action, value);
+   `LabelledSet.join` puts sets side by side (a teacher's games and the student's, say);
 2. `batches` walks the training positions in a fresh seeded permutation per epoch, so that
    iteration ``i`` of a run always sees the same positions and a resume is exact;
 3. `to_samples` turns a chunk of positions into the trainer's `Samples`: the policy target is
@@ -51,7 +52,7 @@ TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "
 class DistillConfig:
     """The ``[distill]`` section of a training config."""
 
-    data: Str = ""  # folder of a labelled set (`klent distill label --out`)
+    data: Str = ""  # folder of a labelled set (`klent distill label --out`); several: "A,B"
     temperature: Annotated[Float, Field(ge=0)] = 0.05  # of the policy target softmax(Q_teacher / T); 0: one-hot best
     q_weight: Annotated[Float, Field(ge=0)] = 1.0
     positions: Annotated[Int, Field(ge=1)] = 8192  # positions fitted per iteration
@@ -141,6 +142,29 @@ class LabelledSet:
             description=f"{manifest.teacher_name}, {config.game}, "
             + (f"depth {config.depth}" if config.depth else f"nodes {config.nodes}" if config.nodes else "own level")
             + f", {manifest.positions} positions from {manifest.games} games",
+        )
+
+    @classmethod
+    def join(cls, parts: list[LabelledSet]) -> LabelledSet:
+        """The positions of ``parts`` as one set, each keeping its own split into training and
+        validation games (sets labelled apart share no game)."""
+        if len(parts) == 1:
+            return parts[0]
+        if len({part.ownership is None for part in parts}) > 1:
+            raise ValueError("the labelled sets to join are of different games")
+        starts = [np.zeros(1, np.int64)]
+        for part in parts:
+            starts.append(part.label_start[1:] + starts[-1][-1])
+        return cls(
+            obs=np.concatenate([part.obs for part in parts]),
+            legal=np.concatenate([part.legal for part in parts]),
+            label_start=np.concatenate(starts),
+            action=np.concatenate([part.action for part in parts]),
+            value=np.concatenate([part.value for part in parts]),
+            validation=np.concatenate([part.validation for part in parts]),
+            ownership=None if parts[0].ownership is None else np.concatenate([p.ownership for p in parts]),
+            score=None if parts[0].score is None else np.concatenate([p.score for p in parts]),
+            description="; ".join(part.description for part in parts),
         )
 
     def labels(self, index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -346,10 +370,14 @@ class Distill:
     def load(
         cls, config: DistillConfig, game: Game, seed: int, rank: int, world_size: int, progress: bool
     ) -> Distill:
-        """Read the labelled set ``config.data`` (a progress bar on the first process only)."""
-        if not config.data:
-            raise ValueError("--algo distill needs a labelled set: --data FOLDER or [distill] data")
-        labelled = LabelledSet.load(config.data, game, progress=progress and rank == 0, score_scale=config.score_scale)
+        """Read the labelled sets of ``config.data``, folders separated by commas (a progress bar
+        on the first process only)."""
+        folders = [folder.strip() for folder in config.data.split(",") if folder.strip()]
+        if not folders:
+            raise ValueError("--algo distill needs a labelled set: --data FOLDER[,FOLDER...] or [distill] data")
+        show = progress and rank == 0
+        parts = [LabelledSet.load(f, game, progress=show, score_scale=config.score_scale) for f in folders]
+        labelled = LabelledSet.join(parts)
         return cls(config, labelled, game.num_actions, seed, rank, world_size)
 
     def collect(self, slots: GameSlots, network: Callable[[], Any], iteration: int) -> Samples:

@@ -39,7 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(DIR/<game>-td.npz, no config, no torch)")
     parser.add_argument("--games", type=int, default=100_000,
                         help="td-learning: self-play games in all, those of a resumed run included (default: 100000)")
-    parser.add_argument("--data", help="labelled set for --algo distill (`klent distill label --out`)")
+    parser.add_argument(
+        "--data", metavar="FOLDER[,FOLDER...]",
+        help="labelled set(s) for --algo distill (`klent distill label --out`); several are fitted as one",
+    )
     parser.add_argument("--init", help="start a new run from this checkpoint.pt (e.g. a distilled net); "
                         "td-learning: from this weights .npz")
     parser.add_argument(
