@@ -199,11 +199,13 @@ def rng_state(rng: np.random.Generator) -> dict[str, Any]:
 
 
 def set_rng_state(rng: np.random.Generator, state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
+    """Restore `rng_state`'s generators.  The states are byte tensors that torch wants on the
+    CPU, and a checkpoint read onto a GPU (``map_location``) has moved them there."""
+    torch.set_rng_state(state["torch"].cpu())
     rng.bit_generator.state = state["numpy"]
     random.setstate(state["python"])
     if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
+        torch.cuda.set_rng_state_all([generator.cpu() for generator in state["cuda"]])
 
 
 def weights_hash(model: torch.nn.Module) -> str:
