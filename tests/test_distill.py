@@ -345,7 +345,8 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     assert labelled_moves.max() > 1 and (np.nanmax(scored.q_targets, axis=1) == scored.returns).all()
     assert (np.abs(scored.q_targets[~np.isnan(scored.q_targets)]) < 1).all()
 
-    # A Go network with ownership and score heads distils from it, then KLENT goes on from it.
+    # A Go network with ownership and score heads distils from it, then KLENT goes on from it
+    # (the shipped configs of both steps, made small).
     base = load_config(CONFIGS / "go9_distill_cpu.toml")
     config = dataclasses.replace(
         base, blocks=1, channels=8, iterations=2, export_every=1, keep_every=0,
@@ -359,7 +360,7 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     assert {"ownership_loss", "score_loss", "val_top1", "val_ownership", "val_score_mae"} <= set(record)
     assert 0 <= record["val_ownership"] <= 1 and record["val_score_mae"] >= 0
     follow = dataclasses.replace(
-        load_config(CONFIGS / "go9_cpu.toml"), blocks=1, channels=8, ownership_head=True, score_head=True,
+        load_config(CONFIGS / "go9_klent_init_cpu.toml"), blocks=1, channels=8,
         init=str(tmp_path / "distill" / "checkpoint.pt"), selfplay=SelfPlayConfig(games=2, steps=4),
         optim=OptimConfig(batch_size=8), eval=EvalConfig(every=0),
     )
