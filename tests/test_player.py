@@ -212,10 +212,11 @@ def test_importing_the_search_does_no_work() -> None:
 
 def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_game(capsys) -> None:
     """White to move can capture three black stones in atari (E7) in a game the shipped go9
-    model already calls won (value 1.0 for every move): with mctx's floor (1e-8) the search
-    chooses by differences of a millionth, away from the policy (measured with the models of
-    74b9417 and c8b1282: D4); with a floor of 0.1, or Go's default of 2, it keeps to the
-    policy's first choice (E7 for the first of those models, E4 -- E7 second -- for the other)."""
+    model already calls won (every move's value within 0.02 of 1): with mctx's floor (1e-8) the
+    search chooses by differences of a thousandth, away from the policy (measured with the
+    models of 74b9417, c8b1282 and the dense one after them: D4, D4, D3; a floor of 0.1 still
+    left the policy with the last); with Go's default floor of 2 it keeps to the policy's first
+    choice (E7, E4 and E7 for those models)."""
     game = games.get("go9")
     rows = [".........", "XXXXXXXXX", "OOOO.OOOO", "OOOXXXOOO", "OOOOOOOOO"] + ["........."] * 4
     black = [r * 9 + c for r, row in enumerate(rows) for c, ch in enumerate(row) if ch == "X"]
@@ -224,10 +225,9 @@ def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_ga
     player.set_position(game.setup_state(black, white, 1))
     policy = player.decide(PlayOptions(mode="reactive", go_rules=False))
     decided = [stat.q for stat in policy.top_moves]
-    assert min(decided) > 0.99, f"the shipped model no longer calls this game won: {decided}"
+    assert min(decided) > 0.98, f"the shipped model no longer calls this game won: {decided}"
     assert "E7" in [stat.move for stat in policy.top_moves[:2]]  # the capture, among its first choices
-    for floor in (0.1, None):  # None: Go's default, 2
-        assert player.decide(PlayOptions(simulations=800, go_rules=False, rescale_floor=floor)).move == policy.move
+    assert player.decide(PlayOptions(simulations=800, go_rules=False)).move == policy.move
     with pytest.raises(ValueError, match="rescale_floor must be within"):
         PlayOptions(rescale_floor=0.0)
     assert klent_main(["gtp", "--rescale-floor", "3"]) == 2
