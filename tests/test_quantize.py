@@ -57,6 +57,28 @@ def test_quantized_model_loads_and_says_int8(quantized: tuple[str, str]) -> None
     assert np.isfinite(evaluation.policy_logits).all() and np.isfinite(evaluation.action_values).all()
 
 
+def test_the_shipped_go_layout_quantizes(tmp_path: Path) -> None:
+    """Encoder 2, global pooling (whose Concat once stopped ONNX Runtime's symbolic shape
+    inference with a TypeError), ownership and score heads: the layout of weights/go9.onnx."""
+    import torch
+
+    import engine.games as games
+    from training.export import export_onnx
+    from training.nets import NetConfig, build_net
+
+    torch.manual_seed(0)
+    game = games.get("go9").with_encoder(2)
+    config = NetConfig(blocks=2, channels=16, global_pooling=True, ownership_head=True, score_head=True)
+    source, target = tmp_path / "go9.onnx", tmp_path / "go9.int8.onnx"
+    export_onnx(build_net(game, config).eval(), game, source, training_info={"algorithm": "untrained"})
+    quantize(str(source), str(target), positions=64, games=2)
+    evaluator = OnnxEvaluator(str(target))
+    assert evaluator.info.quantization["scheme"] == SCHEME and evaluator.info.encoder_version == 2
+    evaluation = evaluator.evaluate([evaluator.game.initial_state()])
+    assert evaluation.ownership is not None and np.isfinite(evaluation.ownership).all()
+    assert np.isfinite(evaluation.policy_logits).all() and np.isfinite(evaluation.action_values).all()
+
+
 def test_parity_report_is_written_and_passes(quantized: tuple[str, str]) -> None:
     _, target = quantized
     report = json.loads(parity_path(target).read_text())

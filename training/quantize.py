@@ -222,7 +222,7 @@ def quantize_model(
         # Shape inference and graph optimisation (batch norms after a convolution folded into
         # it), so that the quantizer sees the graph ONNX Runtime will run; then the batch norms
         # left (those that start a pre-activation block) become convolutions.
-        quant_pre_process(os.fspath(source), prepared)
+        quant_pre_process(os.fspath(source), prepared, skip_symbolic_shape=True)
         graph = onnx.load(prepared)
         batch_norms_as_convolutions(graph)
         onnx.save(graph, prepared)
