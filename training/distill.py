@@ -146,12 +146,11 @@ class LabelledSet:
 
     @classmethod
     def join(cls, parts: list[LabelledSet]) -> LabelledSet:
-        """The positions of ``parts`` as one set, each keeping its own split into training and
-        validation games (sets labelled apart share no game)."""
+        """The positions of ``parts`` (sets of one game, as `load` checks) as one set, each
+        keeping its own split into training and validation games (sets labelled apart share no
+        game)."""
         if len(parts) == 1:
             return parts[0]
-        if len({part.ownership is None for part in parts}) > 1:
-            raise ValueError("the labelled sets to join are of different games")
         starts = [np.zeros(1, np.int64)]
         for part in parts:
             starts.append(part.label_start[1:] + starts[-1][-1])
