@@ -452,3 +452,14 @@ def test_passes_only_when_passing_cannot_lose(gtp) -> None:
     gtp.send("undo")
     gtp.send("play b pass")  # now White's pass would lose: White plays on, whatever the network says
     assert gtp.send("genmove w") not in ("pass", "resign")
+
+
+def test_klent_gtp_time_lifts_the_default_simulation_cap() -> None:
+    """`klent gtp --time 1` searches for the second (its schedule planned from the time), not
+    for the 200 simulations of the default; an explicit --simulations still caps it."""
+    from klent.commands.gtp import DEFAULT_SIMULATIONS, _simulations
+
+    assert _simulations(None, None) == DEFAULT_SIMULATIONS == 200
+    assert _simulations(None, 1.0) is None
+    assert _simulations(800, 1.0) == 800
+    assert _simulations(50, None) == 50

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from search_fakes import PathState, ScriptedEvaluator, TreeGame, WideGame
 
 import engine.games
 from engine.games.base import State
+from engine.network import Evaluation
 from engine.search import GumbelConfig, SearchLimits, SearchResult, search
 from engine.search.gumbel import warm_up
 from engine.search.tree import Forest
@@ -287,13 +289,45 @@ def kernels_loaded() -> None:
 
 
 def test_time_budget_is_respected_within_one_batch() -> None:
+    """The plan is made from the first round's cost; a network that then slows down (a loaded
+    machine) makes it too long, and the clock stops the search within one batch."""
     game = WideGame(num_actions=20, depth=8)
     evaluator = pseudo_random_evaluator(game, delay=BATCH_DELAY)
+    first_call = evaluator.evaluate
+
+    def slower(states: Sequence[State]) -> Evaluation:
+        evaluator.delay = BATCH_DELAY if len(evaluator.batches) < 2 else 3 * BATCH_DELAY
+        return first_call(states)
+
+    evaluator.evaluate = slower  # type: ignore[method-assign]
     result = search(game.initial_state(), evaluator, SearchLimits(simulations=100_000, time=0.3),
                     rng=np.random.default_rng(0))
-    assert 0.3 <= result.elapsed <= 0.3 + BATCH_DELAY + SLACK
+    assert 0.3 <= result.elapsed <= 0.3 + 3 * BATCH_DELAY + SLACK
     assert 16 <= result.simulations < 100_000
     check_result(result, game.initial_state())
+
+
+def test_a_timed_search_halves_to_the_end_whatever_its_simulation_cap() -> None:
+    """With a time budget, n is planned from the time even under a cap far beyond it: a
+    schedule planned for the cap would be cut off in its first phase, every considered move
+    visited alike, and Sequential Halving would never choose."""
+    game = WideGame(num_actions=20, depth=8)
+    evaluator = pseudo_random_evaluator(game, delay=BATCH_DELAY)
+    result = search(game.initial_state(), evaluator, SearchLimits(simulations=1_000_000, time=0.4),
+                    rng=np.random.default_rng(0))
+    assert result.elapsed <= 0.4 + BATCH_DELAY + SLACK
+    visited = np.sort(result.visits[result.visits > 0])
+    assert visited.size == 16  # m = max_considered
+    assert visited[-1] >= 4 * visited[0], visited  # the last phase's two moves took most of it
+    assert result.visits[result.action] == visited[-1]
+    check_result(result, game.initial_state())
+
+
+def test_a_cap_within_the_time_is_the_number_of_simulations() -> None:
+    game = WideGame(num_actions=20, depth=8)
+    result = search(game.initial_state(), pseudo_random_evaluator(game), SearchLimits(simulations=200, time=30),
+                    rng=np.random.default_rng(0))
+    assert result.simulations == 200
 
 
 def test_time_only_budget_plans_the_simulations() -> None:

@@ -7,7 +7,7 @@ import pytest
 from search_fakes import ScriptedEvaluator, WideGame
 
 from engine.search import GumbelConfig, SearchLimits, search
-from engine.search.seq_halving import considered_visits, num_considered
+from engine.search.seq_halving import considered_visits, num_considered, phase_survivors
 
 # (n, m) -> sorted final visit counts of the m considered actions.  The issue's table says
 # "8 x 1, 4 x 2, 4 x 3" for n = 32, which adds up to 28, not 32: the phase formula gives the
@@ -44,6 +44,30 @@ def test_phase_starts_mark_the_halvings() -> None:
     # Phases begin after 16 x 3, then 8 x 6 and 4 x 12 more simulations.
     assert np.flatnonzero(phase_start).tolist() == [48, 96, 144]
     assert targets.size == 200
+
+
+@pytest.mark.parametrize(("m", "n"), [(16, 200), (16, 1000), (9, 77), (3, 40), (2, 10)])
+def test_a_schedule_resumed_at_a_phase_with_the_same_n_is_its_own_rest(m: int, n: int) -> None:
+    targets, phase_start = considered_visits(m, n)
+    for t in np.flatnonzero(phase_start).tolist():
+        rest = considered_visits(m, n, start=t, considered=phase_survivors(m, phase_start, t), count=int(targets[t]))
+        np.testing.assert_array_equal(rest[0], targets[t:])
+        np.testing.assert_array_equal(rest[1], phase_start[t:])
+
+
+def test_a_schedule_resumed_with_a_larger_n_gives_its_later_phases_more() -> None:
+    """Planned for 200 and re-planned at the second phase for 1,000: the first phase's 16 x 3
+    visits stay, and 8 survivors then get 1000 // (4 x 8) = 31 visits each, not 6."""
+    targets, phase_start = considered_visits(16, 200)
+    t = int(np.flatnonzero(phase_start)[0])
+    assert phase_survivors(16, phase_start, t) == 8
+    rest, starts = considered_visits(16, 1000, start=t, considered=8, count=int(targets[t]))
+    assert rest.size == 1000 - t and starts[0]
+    counts = np.zeros(16, dtype=np.int64)
+    for target in np.concatenate((targets[:t], rest)):
+        counts[np.flatnonzero(counts == target)[0]] += 1
+    assert sorted(counts.tolist())[:8] == [3] * 8  # the first phase's losers
+    assert counts.sum() == 1000 and sorted(counts.tolist())[8] == 3 + 31
 
 
 def test_single_action_gets_every_simulation() -> None:

@@ -50,7 +50,7 @@ play_setting() {
   case $setting in
     reactive) play="--model $MODEL --mode reactive" ;;
     td-*|dyna2-*) play="--mode ${setting%-*} --simulations ${setting#*-}"; who="TD search $KLENT_FLAGS" ;;
-    *s) play="--model $MODEL --mode search --time ${setting%s} --simulations 1000000 --gumbel-scale $GUMBEL" ;;
+    *s) play="--model $MODEL --mode search --time ${setting%s} --gumbel-scale $GUMBEL" ;;
     *) play="--model $MODEL --mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
   esac
   out=runs/strength/$NAME-$setting-level$LEVEL

@@ -15,9 +15,11 @@ A root's result depends only on its own state, tree, Gumbel draw and the evaluat
 the other roots of the call: searching 64 roots together gives the same moves as searching them
 one by one with the same generators (up to the evaluator's own batch-size rounding).
 
-Budgets: ``limits.simulations`` is n per root.  With only ``limits.time``, the search first
-runs the round that visits each considered action once (it is the same for every n), measures
-it, and plans n from the time left (90% of it, at most `MAX_PLANNED_SIMULATIONS`).  The time
+Budgets: ``limits.simulations`` is n per root.  With ``limits.time``, the search first runs
+the round that visits each considered action once (it is the same for every n), measures it,
+and plans n from the time left (90% of it, at most ``limits.simulations`` or
+`MAX_PLANNED_SIMULATIONS`); at the start of each later phase it plans the rest again from the
+rate so far, so that Sequential Halving runs to its end within the time.  The time
 budget, the stop flag and ``limits.memory`` (room in the tree for one more batch of nodes,
 `Forest.has_room`) are checked before every network batch.  When stopped early the
 result is built from what was backed up: the action is the best g + logits + sigma(completed Q)
@@ -50,7 +52,7 @@ from engine.search.action_selection import final_action
 from engine.search.limits import Clock, SearchLimits
 from engine.search.qtransforms import RESCALE_EPSILON, completed_q, improved_policy, sigma_q
 from engine.search.result import SearchResult
-from engine.search.seq_halving import considered_visits, num_considered
+from engine.search.seq_halving import considered_visits, num_considered, phase_survivors
 from engine.search.simulate import backup_all, children_q, release_all, select_wave
 from engine.search.tree import Forest, SearchTree
 
@@ -164,24 +166,28 @@ class _Search:
         ])
         self.base_visits = forest.visits[root_edges]
         self.considered = np.array([num_considered(limits.simulations, int(k), config.max_considered) for k in legal])
-        self.planning = limits.simulations is None
-        self.sims_total = self.considered.copy() if self.planning else np.full(len(states), limits.simulations)
+        # With a time budget n is planned from the time (at most ``limits.simulations``), after
+        # the first round and again at each phase: a schedule planned for more simulations than
+        # the time allows would be cut off in its first phases and never halve.
+        self.timed = limits.time is not None
+        self.max_simulations = MAX_PLANNED_SIMULATIONS if limits.simulations is None else limits.simulations
+        self.sims_total = self.considered.copy() if self.timed else np.full(len(states), limits.simulations)
+        self.schedules = [considered_visits(int(m), int(n)) for m, n in zip(self.considered, self.sims_total)]
         self._schedule()
         self.sims_done = np.zeros(len(states), dtype=np.int64)
+        self.planned_at = np.full(len(states), -1, dtype=np.int64)  # simulation of each root's last plan
+        self.run_start = 0.0
 
     def run(self) -> list[SearchResult]:
         capacity = self.roots.size * self.config.wave_size
         out_root = np.empty(capacity, dtype=np.int64)
         out_node = np.empty(capacity, dtype=np.int32)
         out_edge = np.empty(capacity, dtype=np.int32)
-        round_start = self.clock.elapsed()
+        self.run_start = self.clock.elapsed()
         while True:
-            if (self.sims_done >= self.sims_total).all():
-                if not self.planning:
-                    break
-                self._plan(self.clock.elapsed() - round_start)
-                continue
-            if self._must_stop():
+            if self.timed:
+                self._plan()
+            if (self.sims_done >= self.sims_total).all() or self._must_stop():
                 break
             count = select_wave(
                 self.forest.arrays, self.roots, self.root_offset, self.gumbel, self.base_visits, self.sims_done,
@@ -219,23 +225,44 @@ class _Search:
 
     def _schedule(self) -> None:
         """Concatenate every root's Sequential Halving schedule for the wave kernel."""
-        schedules = [considered_visits(int(m), int(n)) for m, n in zip(self.considered, self.sims_total)]
-        self.targets = np.concatenate([s[0] for s in schedules])
-        self.phase_start = np.concatenate([s[1] for s in schedules])
-        lengths = np.array([s[0].size for s in schedules], dtype=np.int64)
+        self.targets = np.concatenate([s[0] for s in self.schedules])
+        self.phase_start = np.concatenate([s[1] for s in self.schedules])
+        lengths = np.array([s[0].size for s in self.schedules], dtype=np.int64)
         self.schedule_offset = np.cumsum(lengths) - lengths
 
-    def _plan(self, round_seconds: float) -> None:
-        """Time budget only: choose n from the cost of the first round (one visit per action).
+    def _plan(self) -> None:
+        """Time budget: choose each root's n from its own rate so far and the time left, when
+        its first round (one visit per considered action, the same whatever n) is done and
+        again at the start of each phase, at most the simulations asked for.
 
-        Every schedule starts with that round, so it is the same whatever n turns out to be.
+        A re-plan keeps the schedule of the simulations done and rebuilds the phases from
+        there on, so each phase is sized from the cost of the ones before it rather than from
+        the first round alone (whose batch may cost more or less per simulation than later ones).
         """
-        self.planning = False
-        per_simulation = round_seconds / max(1, int(self.considered.max()))
+        changed = False
+        elapsed = self.clock.elapsed() - self.run_start
         remaining = max(0.0, self.clock.remaining()) * TIME_PLANNING_MARGIN
-        extra = int(remaining / per_simulation) if per_simulation > 0 else MAX_PLANNED_SIMULATIONS
-        self.sims_total = np.minimum(self.considered + extra, MAX_PLANNED_SIMULATIONS)
-        self._schedule()
+        for r in range(self.roots.size):
+            t, total, m = int(self.sims_done[r]), int(self.sims_total[r]), int(self.considered[r])
+            first = self.planned_at[r] < 0 and t >= total
+            phase = t < total and t != self.planned_at[r] and self.phase_start[self.schedule_offset[r] + t]
+            if not (first or phase):
+                continue
+            rate = t / elapsed if elapsed > 0 else float("inf")
+            n = self.max_simulations if rate == float("inf") else min(self.max_simulations, t + int(rate * remaining))
+            n = max(n, t)
+            if first:
+                self.schedules[r] = considered_visits(m, n)
+            else:
+                targets, starts = self.schedules[r]
+                survivors = phase_survivors(m, starts, t)
+                rest = considered_visits(m, n, start=t, considered=survivors, count=int(targets[t]))
+                self.schedules[r] = (np.concatenate((targets[:t], rest[0])), np.concatenate((starts[:t], rest[1])))
+            self.sims_total[r] = n
+            self.planned_at[r] = t
+            changed = True
+        if changed:
+            self._schedule()
 
     def _expand(self, leaf_root: np.ndarray, leaf_node: np.ndarray, leaf_edge: np.ndarray) -> bool:
         """Play, evaluate, create and back up the leaves of one wave.

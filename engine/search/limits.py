@@ -20,8 +20,9 @@ class SearchLimits:
     ``simulations`` is the number of simulations per root (n of Sequential Halving), ``time``
     a wall-clock budget in seconds for the whole call and ``stop`` an event another thread may
     set.  At least one of ``simulations`` and ``time`` is required, because Sequential Halving
-    plans its phases from n; with only a time budget the search measures its first round of
-    simulations and derives n from the remaining time (see `engine.search.gumbel`).
+    plans its phases from n; with a time budget the search measures its first round of
+    simulations and derives n from the remaining time, at most ``simulations`` (see
+    `engine.search.gumbel`).
     ``memory`` bounds the bytes of the search tree (None: unbounded): once it is full the
     search stops as if stopped (UCI ``Hash``, GTP ``--memory``).
     """

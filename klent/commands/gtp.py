@@ -26,9 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("reactive", "search", "td", "dyna2"), default="search",
                         help="one network call per move, Gumbel MCTS, TD search or Dyna-2 (TD search on "
                         "permanent weights; both without a network) (default: search)")
-    parser.add_argument("--simulations", type=int, default=200,
+    parser.add_argument("--simulations", type=int, default=None,
                         help="simulations per move (simulated games in modes td and dyna2); caps timed "
-                        "searches too (default: 200)")
+                        "searches too (default: 200, none with --time)")
     parser.add_argument("--td-weights", default=None,
                         help="Dyna-2's permanent weights; their board size is then the only one accepted "
                         "(default: weights/go<N>-td.npz for each board size N)")
@@ -61,6 +61,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="klent", help="what `name` answers (default: klent)")
 
 
+DEFAULT_SIMULATIONS = 200
+
+
+def _simulations(asked: int | None, seconds: float | None) -> int | None:
+    """--simulations, or by default 200 -- but no cap with --time: asking for seconds a move
+    means as many simulations as fit in them."""
+    if asked is not None:
+        return asked
+    return None if seconds is not None else DEFAULT_SIMULATIONS
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `klent gtp --help` answers without loading onnxruntime and numba.
     from engine.games.go import GoGame
@@ -83,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--td-weights are Dyna-2's: they need --mode dyna2")
     if args.td_weights is not None and not Path(args.td_weights).is_file():
         raise CommandError(f"no Dyna-2 weights file {args.td_weights!r}")
-    if args.simulations < 1:
+    if args.simulations is not None and args.simulations < 1:
         raise CommandError("--simulations must be >= 1")
     if args.memory is not None and args.memory < 1:
         raise CommandError("--memory must be >= 1 MB")
@@ -102,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     config = GtpConfig(
         model=None if model is None else Path(model),
         weights_dir=weights_dir,
-        options=PlayOptions(mode=args.mode, simulations=args.simulations, time=args.time,
+        options=PlayOptions(mode=args.mode, simulations=_simulations(args.simulations, args.time), time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
                             td_root_moves=args.td_root_moves, rescale_floor=args.rescale_floor),
         resign_threshold=args.resign_threshold,
