@@ -37,7 +37,7 @@ distinct games.
 
 A match of hundreds of games outlives a working session.  ``summary.json`` is rewritten after
 every game, so an interrupted match still tells where it stood, and `load_results` reads an
-interrupted match back so that `run_match` can go on from its next game; it refuses a folder
+interrupted match back so that `run_match` can play the games it lacks; it refuses a folder
 whose match was played with other settings, since mixing them would make one summary of two
 different matches.
 """
@@ -47,8 +47,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -181,37 +183,70 @@ def run_match(
     config: MatchConfig,
     on_game: Callable[[GameResult, MatchSummary, list[str]], None] | None = None,
     previous: list[GameResult] | None = None,
+    concurrency: int = 1,
 ) -> tuple[MatchSummary, list[GameResult]]:
     """Play the match; ``on_game(result, summary so far, engine names)`` follows every game.
 
     ``previous`` are the finished games of an interrupted match (`load_results`): play goes on
-    from the next game, colours alternating as if it had never stopped.
+    with the games it lacks, each game's colours and opening those of its number, as if the
+    match had never stopped.  ``concurrency`` games are played at once, each worker with its
+    own engine processes (and referee); games finish out of order, and ``games.jsonl`` holds
+    them in the order they finished.
     """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     config.out.mkdir(parents=True, exist_ok=True)
     results = list(previous or [])
     log_path = config.out / "games.jsonl"
-    play: _ChessArena | _VariantArena | _GoArena  # each may refuse an engine
-    if config.game == "chess":
-        play = _ChessArena(config)
-    elif uci_variant(config.game) is not None:
-        play = _VariantArena(config)
-    else:
-        play = _GoArena(config)
     if not results:
         log_path.write_text("")
-    try:
-        for index in range(len(results), config.games):
-            result = play.game(index)
-            results.append(result)
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(json.dumps(asdict(result)) + "\n")
-            summary = summarise(results)
-            _write_summary(config, play.names, results, summary)
-            if on_game is not None:
-                on_game(result, summary, play.names)
-    finally:
-        play.close()
+    done = {result.game for result in results}
+    todo = iter([index for index in range(config.games) if index + 1 not in done])
+    lock = threading.Lock()
+    failed = threading.Event()  # a worker's error stops the others after their current game
+
+    def worker() -> None:
+        play = _arena(config)  # each may refuse an engine
+        try:
+            while not failed.is_set():
+                with lock:
+                    index = next(todo, None)
+                if index is None:
+                    return
+                result = play.game(index)
+                with lock:
+                    results.append(result)
+                    with open(log_path, "a", encoding="utf-8") as log:
+                        log.write(json.dumps(asdict(result)) + "\n")
+                    summary = summarise(results)
+                    _write_summary(config, play.names, sorted(results, key=lambda r: r.game), summary)
+                    if on_game is not None:
+                        on_game(result, summary, play.names)
+        except BaseException:
+            failed.set()
+            raise
+        finally:
+            play.close()
+
+    workers = min(concurrency, config.games - len(done))
+    if workers == 1:
+        worker()
+    elif workers > 1:
+        with ThreadPoolExecutor(workers, thread_name_prefix="match") as pool:
+            futures = [pool.submit(worker) for _ in range(workers)]
+        for future in futures:
+            future.result()  # a worker's error (EngineError, ...) reaches the caller
+    results.sort(key=lambda r: r.game)
     return summarise(results), results
+
+
+def _arena(config: MatchConfig) -> _ChessArena | _VariantArena | _GoArena:
+    """The arena of ``config``'s game, with engines of its own."""
+    if config.game == "chess":
+        return _ChessArena(config)
+    if uci_variant(config.game) is not None:
+        return _VariantArena(config)
+    return _GoArena(config)
 
 
 def _config_json(config: MatchConfig) -> dict:
@@ -243,8 +278,8 @@ def load_results(config: MatchConfig) -> list[GameResult]:
     """The finished games of the interrupted match in ``config.out``, to be resumed.
 
     The settings recorded in its ``summary.json`` must equal ``config`` in everything but the
-    number of games, which may grow; the games must be numbered 1, 2, ... and fewer than
-    ``config.games``.
+    number of games, which may grow; each game number (from 1 to ``config.games``) may appear
+    once, in any order (concurrent games finish out of order), and some must be missing.
     """
     log_path = config.out / "games.jsonl"
     if not log_path.is_file():
@@ -264,14 +299,15 @@ def load_results(config: MatchConfig) -> list[GameResult]:
         if differing:
             raise MatchFolderError(f"{config.out} holds a match with other settings ({', '.join(differing)}); "
                                    "resume it with the same ones or choose another --out")
-    results = []
+    results: list[GameResult] = []
     for number, line in enumerate(log_path.read_text(encoding="utf-8").splitlines(), start=1):
         try:
             result = GameResult(**json.loads(line))
         except (ValueError, TypeError) as error:
             raise MatchFolderError(f"{log_path} line {number} is not a game result: {error}") from None
-        if result.game != number:
-            raise MatchFolderError(f"{log_path} line {number} is game {result.game}: games are missing")
+        if not 1 <= result.game <= config.games or any(r.game == result.game for r in results):
+            raise MatchFolderError(f"{log_path} line {number} is game {result.game}: a repeat, or beyond "
+                                   f"the {config.games} games asked for")
         if not result.digest:
             raise MatchFolderError(f"{log_path} line {number} has no digest (an older klent wrote it)")
         results.append(result)

@@ -11,7 +11,15 @@ import pytest
 
 from engine.games.sgf import read_sgf
 from protocols.engine_process import GtpProcess
-from protocols.match import GameResult, distinct_games, game_digest, score_margin
+from protocols.match import (
+    GameResult,
+    MatchConfig,
+    MatchFolderError,
+    distinct_games,
+    game_digest,
+    load_results,
+    score_margin,
+)
 from protocols.match_stats import MatchSummary, elo_difference, wilson_interval
 
 
@@ -78,13 +86,33 @@ def test_distinct_games_tell_repeats_by_first_mover_and_moves() -> None:
     assert game_digest(0, ["e2e4"]) == game_digest(0, ["e2e4"]) != game_digest(0, ["e2e3"])
 
 
+def test_a_resumed_match_takes_its_games_in_any_order_but_each_once(tmp_path) -> None:
+    """Concurrent games finish out of order: game 3 may be written before game 2, and a resume
+    plays the ones missing.  A repeated number, or one beyond the match, is refused."""
+    config = MatchConfig(engines=("a", "b"), games=4, out=tmp_path)
+
+    def write(numbers: list[int]) -> None:
+        lines = [json.dumps({"game": n, "first": (n - 1) % 2, "winner": 0, "reason": "resignation",
+                             "result": "B+R", "moves": 9, "record": f"game-{n:03d}.sgf", "digest": f"d{n}"})
+                 for n in numbers]
+        (tmp_path / "games.jsonl").write_text("\n".join(lines) + "\n")
+
+    write([1, 3])
+    assert [r.game for r in load_results(config)] == [1, 3]
+    for numbers in ([1, 3, 1], [1, 5]):
+        write(numbers)
+        with pytest.raises(MatchFolderError, match="game"):
+            load_results(config)
+
+
 def test_match_between_deterministic_engines_reports_its_repeated_games_and_resumes(
     untrained_model, gnugo_path, tmp_path
 ) -> None:
     """Greedy play against greedy play repeats the game of each colour assignment: 2 of 4.
 
-    The match is played as 2 games and then resumed to 4, so the repeats also show that the
-    resumed games go on with the right colours and that the summary covers all four.
+    The match is played as 2 games and then resumed to 4, two at a time (--concurrency 2), so
+    the repeats also show that the resumed games go on with the right colours whichever worker
+    plays them, and that the summary covers all four.
     """
     model = untrained_model("go9")
     ours = f"{sys.executable} -m klent gtp --model {model} --mode reactive --resign-threshold 0"
@@ -101,12 +129,13 @@ def test_match_between_deterministic_engines_reports_its_repeated_games_and_resu
     first = match(2)
     assert first.returncode == 0, first.stderr
     assert json.loads((out / "summary.json").read_text())["summary"]["games"] == 2
-    completed = match(4, "--resume")
+    completed = match(4, "--resume", "--concurrency", "2")
     assert completed.returncode == 0, completed.stderr
     assert "4 games:" in completed.stdout
     assert "2 distinct games of 4" in completed.stdout
     assert json.loads((out / "summary.json").read_text())["distinct_games"] == 2
-    games = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
+    games = sorted((json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()),
+                   key=lambda g: g["game"])
     assert [g["game"] for g in games] == [1, 2, 3, 4] and [g["first"] for g in games] == [0, 1, 0, 1]
     assert games[0]["digest"] == games[2]["digest"] != games[1]["digest"] == games[3]["digest"]
     assert (out / "game-001.sgf").read_text() == (out / "game-003.sgf").read_text()

@@ -5,8 +5,10 @@ speak UCI, and for the last two both engines are set to Fairy-Stockfish's varian
 ``gardner`` or ``dobutsu``) without being told.  Prints one line per
 finished game under a progress bar, then the summary from engine 1's view; writes the game
 records, ``games.jsonl`` and ``summary.json`` to ``--out``.  ``--resume`` goes on with an
-interrupted match in ``--out`` from its next game.  ``--openings FILE`` starts the games from
-given positions, each played with both colours (results per opening in ``summary.json``):
+interrupted match in ``--out``, playing the games it lacks.  ``--concurrency N`` plays N games
+at once (each with its own engine processes), as cutechess-cli's ``-concurrency`` does.
+``--openings FILE`` starts the games from given positions, each played with both colours
+(results per opening in ``summary.json``):
 deterministic engines then play as many distinct games as there are openings times two.
 """
 
@@ -40,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-moves", type=int, default=None,
                         help="moves before adjudication: referee score in Go, draw in the UCI games")
     parser.add_argument("--komi", type=float, default=7.5, help="Go komi (default 7.5)")
+    parser.add_argument("--concurrency", type=int, default=1,
+                        help="games played at once, each pair of engines (and referee) its own processes; "
+                        "give each game a core (default 1)")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the interrupted match in --out (same settings; --games may grow)")
     for who in (1, 2):
@@ -85,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         args.games = 2 * len(openings) if openings else 2
     if args.games < 1:
         raise CommandError("--games must be >= 1")
+    if args.concurrency < 1:
+        raise CommandError("--concurrency must be >= 1")
     if args.time_per_move is not None and args.time_per_move <= 0:
         raise CommandError("--time-per-move must be > 0")
     if args.max_moves is not None and args.max_moves < 1:
@@ -120,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         bar.write(format_result_line(result, names))
 
     try:
-        summary, results = run_match(config, on_game=on_game, previous=previous)
+        summary, results = run_match(config, on_game=on_game, previous=previous, concurrency=args.concurrency)
     except EngineError as error:
         raise CommandError(str(error)) from None
     finally:
