@@ -19,17 +19,13 @@ from functools import cache
 
 import numpy as np
 
+from engine.games import go_kernels
+
 
 @cache
 def neighbours(size: int) -> tuple[tuple[int, ...], ...]:
     """Orthogonal neighbours of every point."""
     return _around(size, ((-1, 0), (1, 0), (0, -1), (0, 1)))
-
-
-@cache
-def diagonals(size: int) -> tuple[tuple[int, ...], ...]:
-    """Diagonal neighbours of every point."""
-    return _around(size, ((-1, -1), (-1, 1), (1, -1), (1, 1)))
 
 
 def _around(size: int, steps: tuple[tuple[int, int], ...]) -> tuple[tuple[int, ...], ...]:
@@ -76,11 +72,8 @@ def is_own_eye(board: np.ndarray, size: int, point: int, colour: int) -> bool:
     The usual playout rule: every orthogonal neighbour is ``colour``, and of the diagonal
     points at most one (none on the edge) holds an enemy stone.
     """
-    if board[point] != 0 or any(board[q] != colour for q in neighbours(size)[point]):
-        return False
-    diagonal = diagonals(size)[point]
-    enemy = sum(board[q] == -colour for q in diagonal)
-    return enemy == 0 if len(diagonal) < 4 else enemy <= 1
+    nbr, _, diag = go_kernels.board_tables(size)
+    return bool(board[point] == 0 and go_kernels.own_eye(board, point, colour, nbr, diag))
 
 
 def is_self_atari(board: np.ndarray, size: int, point: int, colour: int) -> bool:

@@ -478,3 +478,38 @@ def test_sgf_reads_a_hand_written_record() -> None:
 def test_malformed_sgf(text: str, reason: str) -> None:
     with pytest.raises(GameFormatError, match=reason):
         read_sgf(text)
+
+
+def test_fill_own_eyes_off_masks_and_refuses_only_true_own_eyes() -> None:
+    """The training rule `GoGame(fill_own_eyes=False)`: Black may not fill its corner eye (A1)
+    nor its eye at B3, but may fill B3 once it is a false eye (two White stones on its
+    diagonals); White's moves are untouched, and the default game keeps Go's rules."""
+    diagram = """
+        .....
+        .X...
+        X.X..
+        XXX..
+        .X...
+    """
+    strict = GoGame(5, fill_own_eyes=False)
+    state = position(strict, diagram)
+    a1, b3, d1 = strict.parse_vertex("A1"), strict.parse_vertex("B3"), strict.parse_vertex("D1")
+    mask = state.legal_mask()
+    assert not mask[a1] and not mask[b3]  # Black's corner eye and its eye at B3
+    assert mask[d1] and mask[strict.pass_action]
+    with pytest.raises(IllegalMoveError, match="fills its own eye"):
+        state.play(a1)
+    assert position(GoGame(5), diagram).legal_mask()[a1]  # Go's own rules allow it
+    # A false eye (White on A4 and C4, two of B3's diagonals) may be filled.
+    false = position(strict, """
+        .....
+        OXO..
+        X.X..
+        XXX..
+        .X...
+    """)
+    assert false.legal_mask()[b3]
+    white_to_play = position(strict, diagram, to_play=1)
+    assert white_to_play.legal_mask()[a1] == position(GoGame(5), diagram, to_play=1).legal_mask()[a1]
+    # The option survives the game's other variants.
+    assert not strict.with_komi(6.5).fill_own_eyes and not strict.with_encoder(2).fill_own_eyes

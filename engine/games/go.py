@@ -8,6 +8,10 @@ Rules (what `GoState` enforces):
 * Positional superko: a move may not recreate any whole-board position that occurred earlier
   in the game (since the start position; side to move does not matter).  A pass is always
   legal while the game is running.
+* ``GoGame(fill_own_eyes=False)``, a training rule and not Go's: a stone may not fill one of
+  its own single-point eyes (`go_kernels.own_eye`, the playout rule of classical Go programs).
+  Self-play under it ends by passing instead of filling eyes until groups die; the engine's
+  players keep the real rules and avoid such moves on their own (`engine.go_rules`).
 * Two consecutive passes end the game, and so does the move cap (``max_moves``, default
   ``2 * size * size``); a capped game is scored like any other but ``is_truncated`` is True.
 * Score (Tromp-Taylor area): Black's stones and empty points reaching only Black, minus the
@@ -33,7 +37,6 @@ version, and the engine builds the game for it (`with_encoder`), so models of bo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache
 
 import numpy as np
 
@@ -57,12 +60,6 @@ def score_text(score: float) -> str:
     if score == 0:
         return "0"
     return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
-
-
-@cache
-def _tables(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Neighbour and Zobrist tables, shared by every game of one board size."""
-    return k.neighbour_table(size), k.zobrist_table(size)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -124,6 +121,8 @@ class GoState(BoardState["GoGame"]):
             return mask
         color = 1 if self._to_play == 0 else -1
         k.legal_points(self._hist[0], color, self._hash, self._seen, game._nbr, game._zob, mask)
+        if not game.fill_own_eyes:
+            k.clear_own_eyes(self._hist[0], color, game._nbr, game._diag, mask)
         return mask
 
     def play(self, action: int) -> GoState:
@@ -141,6 +140,8 @@ class GoState(BoardState["GoGame"]):
         hist = np.empty_like(self._hist)
         seen = np.empty(self._seen.shape[0] + 1, dtype=np.int64)
         color = 1 if self._to_play == 0 else -1
+        if not game.fill_own_eyes and k.own_eye(self._hist[0], action, color, game._nbr, game._diag):
+            raise IllegalMoveError(f"illegal move {game.vertex(action)}: it fills its own eye (fill_own_eyes is off)")
         status, new_hash = k.play_stone(
             self._hist, self._seen, self._hash, action, color, game._nbr, game._zob, hist, seen
         )
@@ -218,7 +219,9 @@ class GoGame(BoardGame):
     ENCODERS = (1, 2)  # the observation layouts this klent can produce (module docstring)
     setup_fields = ("komi", "sgf")
 
-    def __init__(self, size: int, komi: float = 7.5, max_moves: int | None = None, encoder: int = 1) -> None:
+    def __init__(
+        self, size: int, komi: float = 7.5, max_moves: int | None = None, encoder: int = 1, fill_own_eyes: bool = True
+    ) -> None:
         if not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
             raise ValueError(f"Go board size must be {MIN_SIZE}..{MAX_SIZE}, not {size!r}")
         komi = float(komi)
@@ -232,12 +235,13 @@ class GoGame(BoardGame):
         if encoder not in self.ENCODERS:
             raise ValueError(f"Go encoder version must be one of {self.ENCODERS}, not {encoder!r}")
         self.encoder_version = encoder
+        self.fill_own_eyes = bool(fill_own_eyes)
         self.name = f"go{size}"
         self.num_actions = size * size + 1
         self.pass_action = size * size
         planes = 2 * k.HISTORY + 1 + (k.LIBERTY_PLANES if encoder == 2 else 0)
         self.observation_shape = (planes, size, size)
-        self._nbr, self._zob = _tables(size)
+        self._nbr, self._zob, self._diag = k.board_tables(size)
 
     def symmetries(self) -> np.ndarray:
         """The 8 rotations and reflections of the board; pass maps to itself."""
@@ -245,14 +249,14 @@ class GoGame(BoardGame):
 
     def with_komi(self, komi: float) -> GoGame:
         """The same game with another komi (use `replay` to move a game line over)."""
-        return GoGame(self.size, komi, self.max_moves, self.encoder_version)
+        return GoGame(self.size, komi, self.max_moves, self.encoder_version, self.fill_own_eyes)
 
     def with_encoder(self, version: int) -> GoGame:
         """The same rules with another observation layout (for a model trained with it)."""
         if version == self.encoder_version:
             return self
         try:
-            return GoGame(self.size, self.komi, self.max_moves, version)
+            return GoGame(self.size, self.komi, self.max_moves, version, self.fill_own_eyes)
         except ValueError:
             raise ValueError(f"this klent encodes {self.name} with versions {self.ENCODERS}, not {version}") from None
 

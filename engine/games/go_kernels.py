@@ -17,6 +17,8 @@ compiled code on disk so only the first import on a machine pays for compilation
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 from numba import njit
 
@@ -26,6 +28,12 @@ SUICIDE = 2
 SUPERKO = 3
 
 HISTORY = 8  # positions kept per state for the encoder (current first)
+
+
+@cache
+def board_tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Neighbour, Zobrist and diagonal tables of a board size, made once and shared."""
+    return neighbour_table(size), zobrist_table(size), diagonal_table(size)
 
 
 def neighbour_table(size: int) -> np.ndarray:
@@ -38,6 +46,18 @@ def neighbour_table(size: int) -> np.ndarray:
                 r, c = row + dr, col + dc
                 if 0 <= r < size and 0 <= c < size:
                     table[p, k] = r * size + c
+    return table
+
+
+def diagonal_table(size: int) -> np.ndarray:
+    """``int32[size * size, 4]``: the diagonal neighbours of each point, -1 off the board."""
+    table = np.full((size * size, 4), -1, dtype=np.int32)
+    for row in range(size):
+        for col in range(size):
+            for k, (dr, dc) in enumerate(((-1, -1), (-1, 1), (1, -1), (1, 1))):
+                r, c = row + dr, col + dc
+                if 0 <= r < size and 0 <= c < size:
+                    table[row * size + col, k] = r * size + c
     return table
 
 
@@ -357,3 +377,31 @@ def liberty_planes(board: np.ndarray, nbr: np.ndarray, color: int, out: np.ndarr
         for j in range(count):
             p = stack[j]
             out[plane, p // size, p % size] = 1.0
+
+
+@njit(cache=True)
+def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.ndarray) -> bool:
+    """Whether empty ``p`` is a single-point eye of ``color``: every neighbour is its stone and
+    the opponent holds at most one diagonal point (none on the edge).  Playouts never fill
+    those (TD search's simulations, Silver et al. 2012 Sect. 3.2.1: what makes random games
+    end), nor does self-play under ``GoGame(fill_own_eyes=False)``."""
+    for k in range(4):
+        q = nbr[p, k]
+        if q >= 0 and board[q] != color:
+            return False
+    enemy = 0
+    edge = False
+    for k in range(4):
+        q = diag[p, k]
+        if q < 0:
+            edge = True
+        elif board[q] == -color:
+            enemy += 1
+    return enemy == 0 if edge else enemy < 2
+
+@njit(cache=True)
+def clear_own_eyes(board: np.ndarray, color: int, nbr: np.ndarray, diag: np.ndarray, mask: np.ndarray) -> None:
+    """Set ``mask[p]`` False for every single-point eye of ``color`` (`own_eye`)."""
+    for p in range(board.shape[0]):
+        if mask[p] and board[p] == 0 and own_eye(board, p, color, nbr, diag):
+            mask[p] = False

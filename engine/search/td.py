@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from engine.files import atomic_target
+from engine.games import go_kernels as gk
 from engine.games.go import GoGame, GoState
 from engine.search import td_kernels as tk
 
@@ -237,7 +238,7 @@ class Features:
         out = np.zeros(board.shape[0])
         g = self.geometry
         tk.afterstate_logits(
-            board, color, candidates, self.codes(board), _tables(g.size)[0], g.base, g.point_windows,
+            board, color, candidates, self.codes(board), gk.board_tables(g.size)[0], g.base, g.point_windows,
             g.point_powers, self.index, self.sign, self.theta, self.fixed, out,
         )
         return out
@@ -248,7 +249,7 @@ class Features:
         (+1 Black, -1 White) to ``ownership`` (float64[n])."""
         game = state.game
         board, seen, position_hash, passes = _position(state)
-        nbr, zob, diag = _tables(game.size)
+        nbr, zob, diag = gk.board_tables(game.size)
         g = self.geometry
         depth = tk.trace_depth(config.lam, config.trace_cutoff, game.max_moves)
         reward, moves = tk.simulate(
@@ -369,8 +370,8 @@ class TdSearch:
         # Black's winning probability sigmoid(x) = (1 + tanh(x / 2)) / 2, without overflow.
         black = 0.5 * (1.0 + np.tanh(0.5 * np.append(logits, pass_logit)))
         mover_q = np.where(legal, (2.0 * black - 1.0) * color, 0.0)
-        nbr, _, diag = _tables(size)
-        playable = [int(p) for p in np.flatnonzero(legal[:n]) if not tk.own_eye(board, int(p), color, nbr, diag)]
+        nbr, _, diag = gk.board_tables(size)
+        playable = [int(p) for p in np.flatnonzero(legal[:n]) if not gk.own_eye(board, int(p), color, nbr, diag)]
         playable = [p for p in playable if p in candidates] or playable
         action = n
         if playable:
@@ -388,13 +389,6 @@ def _position(state: GoState) -> tuple[np.ndarray, np.ndarray, int, int]:
     go.py has no public accessor for the superko history, which simulations need.
     """
     return state._hist[0], state._seen, int(state._hash), state.consecutive_passes
-
-
-@cache
-def _tables(size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Neighbour, Zobrist (Go's own, so hashes match the state's) and diagonal tables."""
-    game = GoGame(size)
-    return game._nbr, game._zob, tk.diagonal_table(size)
 
 
 @cache

@@ -223,18 +223,6 @@ def shape_maps(
     return index, sign, count - offset
 
 
-def diagonal_table(size: int) -> np.ndarray:
-    """``int32[size * size, 4]``: the diagonal neighbours of each point, -1 off the board."""
-    table = np.full((size * size, 4), -1, dtype=np.int32)
-    for row in range(size):
-        for col in range(size):
-            for k, (dr, dc) in enumerate(((-1, -1), (-1, 1), (1, -1), (1, 1))):
-                r, c = row + dr, col + dc
-                if 0 <= r < size and 0 <= c < size:
-                    table[row * size + col, k] = r * size + c
-    return table
-
-
 def trace_depth(lam: float, cutoff: float, longest: int) -> int:
     """How many same-colour moves a weight stays in an eligibility trace unrefreshed.
 
@@ -382,26 +370,6 @@ def chain_liberties(board: np.ndarray, nbr: np.ndarray, chain: np.ndarray, libs:
             gk._flood(board, nbr, p, chain, g, stack)
             libs[g] = 0
     gk.count_liberties(board, nbr, chain, libs)
-
-
-@njit(cache=True)
-def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.ndarray) -> bool:
-    """Whether empty ``p`` is a single-point eye of ``color``: every neighbour is its stone and
-    the opponent holds at most one diagonal point (none on the edge).  Simulated players never
-    fill those (Sect. 3.2.1), which is what makes random games end."""
-    for k in range(4):
-        q = nbr[p, k]
-        if q >= 0 and board[q] != color:
-            return False
-    enemy = 0
-    edge = False
-    for k in range(4):
-        q = diag[p, k]
-        if q < 0:
-            edge = True
-        elif board[q] == -color:
-            enemy += 1
-    return enemy == 0 if edge else enemy < 2
 
 
 @njit(cache=True)
@@ -677,7 +645,7 @@ def simulate(
         gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
         count = 0
         for p in range(n):
-            ok = mask[p] and not own_eye(board, p, color, nbr, diag)
+            ok = mask[p] and not gk.own_eye(board, p, color, nbr, diag)
             candidates[p] = ok
             if ok:
                 moves[count] = p
