@@ -197,16 +197,23 @@ def run_match(
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
     config.out.mkdir(parents=True, exist_ok=True)
     results = list(previous or [])
+    done = {result.game for result in results}
+    todo = iter([index for index in range(config.games) if index + 1 not in done])
+    arenas: list[_ChessArena | _VariantArena | _GoArena] = []
+    try:  # each may refuse an engine, before anything is written
+        for _ in range(min(concurrency, config.games - len(done))):
+            arenas.append(_arena(config))
+    except BaseException:
+        for play in arenas:
+            play.close()
+        raise
     log_path = config.out / "games.jsonl"
     if not results:
         log_path.write_text("")
-    done = {result.game for result in results}
-    todo = iter([index for index in range(config.games) if index + 1 not in done])
     lock = threading.Lock()
     failed = threading.Event()  # a worker's error stops the others after their current game
 
-    def worker() -> None:
-        play = _arena(config)  # each may refuse an engine
+    def worker(play: _ChessArena | _VariantArena | _GoArena) -> None:
         try:
             while not failed.is_set():
                 with lock:
@@ -228,12 +235,11 @@ def run_match(
         finally:
             play.close()
 
-    workers = min(concurrency, config.games - len(done))
-    if workers == 1:
-        worker()
-    elif workers > 1:
-        with ThreadPoolExecutor(workers, thread_name_prefix="match") as pool:
-            futures = [pool.submit(worker) for _ in range(workers)]
+    if len(arenas) == 1:
+        worker(arenas[0])
+    elif arenas:
+        with ThreadPoolExecutor(len(arenas), thread_name_prefix="match") as pool:
+            futures = [pool.submit(worker, play) for play in arenas]
         for future in futures:
             future.result()  # a worker's error (EngineError, ...) reaches the caller
     results.sort(key=lambda r: r.game)
