@@ -499,6 +499,15 @@ def test_fill_own_eyes_off_masks_and_refuses_only_true_own_eyes() -> None:
     assert mask[d1] and mask[strict.pass_action]
     with pytest.raises(IllegalMoveError, match="fills its own eye"):
         state.play(a1)
+    solid = position(strict, """
+        .....
+        .....
+        .X...
+        XXX..
+        .X...
+    """)
+    with pytest.raises(IllegalMoveError, match="occupied"):  # a stone ringed by its own: no eye
+        solid.play(strict.parse_vertex("B2"))
     assert position(GoGame(5), diagram).legal_mask()[a1]  # Go's own rules allow it
     # A false eye (White on A4 and C4, two of B3's diagonals) may be filled.
     false = position(strict, """

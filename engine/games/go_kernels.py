@@ -399,6 +399,7 @@ def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.nda
             enemy += 1
     return enemy == 0 if edge else enemy < 2
 
+
 @njit(cache=True)
 def clear_own_eyes(board: np.ndarray, color: int, nbr: np.ndarray, diag: np.ndarray, mask: np.ndarray) -> None:
     """Set ``mask[p]`` False for every single-point eye of ``color`` (`own_eye`)."""
