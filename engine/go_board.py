@@ -73,7 +73,7 @@ def is_own_eye(board: np.ndarray, size: int, point: int, colour: int) -> bool:
     points at most one (none on the edge) holds an enemy stone.
     """
     nbr, _, diag = go_kernels.board_tables(size)
-    return bool(board[point] == 0 and go_kernels.own_eye(board, point, colour, nbr, diag))
+    return bool(go_kernels.own_eye(board, point, colour, nbr, diag))
 
 
 def is_self_atari(board: np.ndarray, size: int, point: int, colour: int) -> bool:

@@ -140,8 +140,7 @@ class GoState(BoardState["GoGame"]):
         hist = np.empty_like(self._hist)
         seen = np.empty(self._seen.shape[0] + 1, dtype=np.int64)
         color = 1 if self._to_play == 0 else -1
-        board = self._hist[0]
-        if not game.fill_own_eyes and board[action] == 0 and k.own_eye(board, action, color, game._nbr, game._diag):
+        if not game.fill_own_eyes and k.own_eye(self._hist[0], action, color, game._nbr, game._diag):
             raise IllegalMoveError(f"illegal move {game.vertex(action)}: it fills its own eye (fill_own_eyes is off)")
         status, new_hash = k.play_stone(
             self._hist, self._seen, self._hash, action, color, game._nbr, game._zob, hist, seen

@@ -381,10 +381,12 @@ def liberty_planes(board: np.ndarray, nbr: np.ndarray, color: int, out: np.ndarr
 
 @njit(cache=True)
 def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.ndarray) -> bool:
-    """Whether empty ``p`` is a single-point eye of ``color``: every neighbour is its stone and
+    """Whether ``p`` is an empty single-point eye of ``color``: every neighbour is its stone and
     the opponent holds at most one diagonal point (none on the edge).  Playouts never fill
     those (TD search's simulations, Silver et al. 2012 Sect. 3.2.1: what makes random games
     end), nor does self-play under ``GoGame(fill_own_eyes=False)``."""
+    if board[p] != 0:
+        return False
     for k in range(4):
         q = nbr[p, k]
         if q >= 0 and board[q] != color:
@@ -404,5 +406,5 @@ def own_eye(board: np.ndarray, p: int, color: int, nbr: np.ndarray, diag: np.nda
 def clear_own_eyes(board: np.ndarray, color: int, nbr: np.ndarray, diag: np.ndarray, mask: np.ndarray) -> None:
     """Set ``mask[p]`` False for every single-point eye of ``color`` (`own_eye`)."""
     for p in range(board.shape[0]):
-        if mask[p] and board[p] == 0 and own_eye(board, p, color, nbr, diag):
+        if mask[p] and own_eye(board, p, color, nbr, diag):
             mask[p] = False

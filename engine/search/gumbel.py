@@ -248,9 +248,8 @@ class _Search:
             phase = t < total and t != self.planned_at[r] and self.phase_start[self.schedule_offset[r] + t]
             if not (first or phase):
                 continue
-            rate = t / elapsed if elapsed > 0 else float("inf")
-            n = self.max_simulations if rate == float("inf") else min(self.max_simulations, t + int(rate * remaining))
-            n = max(n, t)
+            affordable = t + int(t / elapsed * remaining) if elapsed > 0 else self.max_simulations
+            n = max(t, min(self.max_simulations, affordable))
             if first:
                 self.schedules[r] = considered_visits(m, n)
             else:
