@@ -15,8 +15,12 @@ one export to the next, so a single opponent can mislead.  Given several opponen
 fixed references, e.g. earlier snapshots of a run), the first model plays ``--games`` against
 each, and the pooled result is printed after the per-opponent ones.
 
+``random`` in place of an opponent's file is the uniformly random legal mover: the floor a
+model of a new board (a zero-shot transfer, an early snapshot) is first measured against.
+
     klent bench ab runs/ab/s1/latest.onnx runs/ab/s0/latest.onnx --games 400
     klent bench ab runs/go9/latest.onnx runs/go9/snapshots/*.onnx --games 200
+    klent bench ab /tmp/gateau-chess.onnx random --games 100
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from engine.games.base import State
 from engine.network import OnnxEvaluator
 from engine.player import Player, PlayOptions
 from protocols.match_stats import MatchSummary
-from training.metrics import Agent, play_games
+from training.metrics import Agent, play_games, random_agent
 
 
 def reactive_agent(evaluator: OnnxEvaluator) -> Agent:
@@ -51,13 +55,21 @@ def reactive_agent(evaluator: OnnxEvaluator) -> Agent:
     return choose
 
 
+RANDOM = "random"  # the opponent name of the uniformly random legal mover
+
+
 def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed: int) -> MatchSummary:
-    """``first``'s results against ``second`` (both ONNX models of the same game)."""
-    one, two = OnnxEvaluator(first), OnnxEvaluator(second)
-    if one.game.name != two.game.name:
-        raise ValueError(f"{first} plays {one.game.name} but {second} plays {two.game.name}")
+    """``first``'s results against ``second`` (an ONNX model of the same game, or `RANDOM`)."""
+    one = OnnxEvaluator(first)
     rng = np.random.default_rng(seed)
-    rewards = play_games(one.game, reactive_agent(one), reactive_agent(two), games, rng, opening_plies)
+    if str(second) == RANDOM:
+        opponent = random_agent(np.random.default_rng([seed, 1]))
+    else:
+        two = OnnxEvaluator(second)
+        if one.game.name != two.game.name:
+            raise ValueError(f"{first} plays {one.game.name} but {second} plays {two.game.name}")
+        opponent = reactive_agent(two)
+    rewards = play_games(one.game, reactive_agent(one), opponent, games, rng, opening_plies)
     return MatchSummary.from_counts(
         wins=int((rewards > 0).sum()), losses=int((rewards < 0).sum()), draws=int((rewards == 0).sum())
     )
@@ -75,13 +87,14 @@ def pooled(summaries: list[MatchSummary]) -> MatchSummary:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="klent bench ab", description=__doc__.split("\n")[0])
     parser.add_argument("first", type=Path, help="ONNX model the summary is about")
-    parser.add_argument("second", type=Path, nargs="+", help="ONNX model(s) it plays against")
+    parser.add_argument("second", type=Path, nargs="+",
+                        help=f"ONNX model(s) it plays against; {RANDOM!r}: the uniformly random legal mover")
     parser.add_argument("--games", type=int, default=400, help="games per opponent, colours alternating")
     parser.add_argument("--opening-plies", type=int, default=4, help="random moves at the start of each game")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     for path in (args.first, *args.second):
-        if not path.is_file():
+        if not path.is_file() and (path is args.first or str(path) != RANDOM):
             parser.error(f"no model file {str(path)!r}")
     if args.games < 1:
         parser.error("--games must be at least 1")

@@ -45,3 +45,15 @@ def test_a_pool_of_opponents_is_reported_one_by_one_and_pooled(
     assert counts[2] == tuple(a + b for a, b in zip(counts[0], counts[1]))
     assert "pooled over 2 opponents: 12 games" in out
     assert counts[0][1] < 6  # the untrained model does not sweep the shipped one
+
+
+def test_the_random_mover_is_an_opponent(untrained_model, capsys: pytest.CaptureFixture[str]) -> None:
+    """`random` in place of a file: the shipped model beats a uniformly random mover, and a
+    missing file of any other name is still refused."""
+    summary = head_to_head(SHIPPED_GO9, Path("random"), games=20, opening_plies=0, seed=2)
+    assert summary.wins + summary.losses + summary.draws == 20
+    assert summary.win_rate_low > 0.7
+    assert main([str(SHIPPED_GO9), "random", "--games", "2"]) == 0
+    assert "vs random: 2 games" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([str(SHIPPED_GO9), "randm"])

@@ -17,6 +17,7 @@ import engine.games as games
 from engine.games import chess_kernels
 from engine.games.base import Game, IllegalMoveError, State
 from engine.network import OnnxEvaluator
+from klent.cli import main as klent_main
 from training import klent
 from training.checkpoint import initial_weights
 from training.config import EvalConfig, OptimConfig, load_config
@@ -233,6 +234,32 @@ def test_weights_carry_between_boards_and_through_checkpoints(tmp_path: Path) ->
     save_checkpoint(tmp_path / "resnet.pt", build_net(games.get("gardner"), resnet), games.get("gardner"), resnet)
     with pytest.raises(ValueError, match="is a gardner network"):
         initial_weights(tmp_path / "resnet.pt", games.get("chess"), resnet)
+
+
+def test_klent_export_moves_a_gardner_checkpoint_to_the_8x8_board(tmp_path: Path, capsys) -> None:
+    """`klent export CKPT --game chess`: the Gardner-trained weights play 8x8 chess (zero-shot),
+    the model says where they learnt, and ONNX Runtime agrees with the torch net on that board;
+    a ResNet checkpoint is refused in one line."""
+    gardner, board8 = games.get("gardner"), games.get("chess")
+    small = trained_looking_net(gardner, TINY, seed=5)
+    save_checkpoint(tmp_path / "gardner.pt", small, gardner, TINY, training_info={"algorithm": "klent"})
+    out = tmp_path / "chess.onnx"
+    assert klent_main(["export", str(tmp_path / "gardner.pt"), "--game", "chess", "-o", str(out)]) == 0
+    evaluator = OnnxEvaluator(out, board8)
+    assert evaluator.info.game == "chess" and evaluator.info.arch == "gateau-1x16"
+    assert (evaluator.info.training["algorithm"], evaluator.info.training["trained_on"]) == ("klent", "gardner")
+    large = build_net(board8, TINY)
+    large.load_state_dict(small.state_dict())
+    positions = random_positions(board8, 24, seed=6)
+    torch_result = TorchEvaluator(large.eval(), board8, device="cpu").evaluate(positions)
+    assert_same_evaluation(evaluator.evaluate(positions), torch_result)
+    resnet = NetConfig(blocks=1, channels=8)
+    save_checkpoint(tmp_path / "resnet.pt", build_net(gardner, resnet), gardner, resnet)
+    capsys.readouterr()
+    assert klent_main(["export", str(tmp_path / "resnet.pt"), "--game", "chess", "-o", str(tmp_path / "r.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "only an AlphaGateau network moves to another board" in err and err.count("\n") == 1
+    assert not (tmp_path / "r.onnx").exists()
 
 
 def test_the_configs_build_gateau_and_a_resnet_baseline_of_its_size() -> None:

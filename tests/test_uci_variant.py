@@ -157,10 +157,12 @@ def test_match_against_fairy_stockfish_finishes_with_results(
     command = [
         sys.executable, "-m", "klent", "match", "--engine1", " ".join(KLENT_UCI), "--engine2", fairy_path,
         "--game", game, "--games", "2", "--time-per-move", "0.1", "--grace", "5", "--max-moves", "24",
-        "--option1", f"ModelFile={untrained_model(game)}", "--option2", "Skill Level=-20", "--out", str(out),
+        "--option1", f"ModelFile={untrained_model(game)}", "--option2", "Skill Level=-20", "--go2", "depth 1",
+        "--out", str(out),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads((out / "summary.json").read_text())["config"]["uci_go"] == ["", "depth 1"]
     results = [json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()]
     assert [r["game"] for r in results] == [1, 2]
     variant = next(v for v, g in GAMES.items() if g == game)
@@ -177,6 +179,20 @@ def test_match_against_fairy_stockfish_finishes_with_results(
             assert rules.fen(rules.initial_state().after(moves)) == fairy.fen(moves)
     finally:
         fairy.close()
+
+
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--go2", "depht 1"], "--go2: UCI search limit 'depht 1'"),
+    (["--go1", "depth 0"], "--go1: UCI search limit 'depth 0'"),
+])
+def test_match_refuses_a_misspelt_search_limit(flags: list[str], message: str, tmp_path: Path) -> None:
+    import subprocess
+
+    command = [sys.executable, "-m", "klent", "match", "--engine1", "e1", "--engine2", "e2", "--game", "gardner",
+               "--out", str(tmp_path / "m"), *flags]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and message in result.stderr, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and not (tmp_path / "m").exists()
 
 
 def test_match_refuses_an_engine_without_the_variant(tmp_path: Path, stockfish_path: str, fairy_path: str) -> None:

@@ -148,7 +148,7 @@ def initial_weights(path: str | Path, game: Game, net_config: NetConfig) -> dict
                          "model's batch norms are folded into its convolutions)")
     checkpoint = load_checkpoint(path)
     same_game = checkpoint.game.name == game.name and checkpoint.game.encoder_version == game.encoder_version
-    if not same_game and not _transfers_between_boards(checkpoint.game, game, net_config):
+    if not same_game and not transfers_between_boards(checkpoint.game, game, net_config):
         raise ValueError(f"--init {path} is a {checkpoint.game.name} network of encoder version "
                          f"{checkpoint.game.encoder_version}, not {game.name} of version {game.encoder_version}")
     if checkpoint.config != net_config:
@@ -157,7 +157,7 @@ def initial_weights(path: str | Path, game: Game, net_config: NetConfig) -> dict
     return checkpoint.model.state_dict()
 
 
-def _transfers_between_boards(trained: Game, run: Game, net_config: NetConfig) -> bool:
+def transfers_between_boards(trained: Game, run: Game, net_config: NetConfig) -> bool:
     """Whether a ``trained`` network serves a run on another board: AlphaGateau's do between the
     chess variants it knows (the paper's Gardner-to-chess fine-tuning)."""
     return net_config.architecture == "gateau" and trained.name in BOARDS and run.name in BOARDS

@@ -2,6 +2,11 @@
 
     klent export runs/go9/checkpoint.pt -o weights/go9.onnx
     klent export --random --game go9 --blocks 6 --channels 64 -o /tmp/go9-untrained.onnx
+    klent export runs/gardner-gateau/checkpoint.pt --game chess -o /tmp/gateau-chess.onnx
+
+``--game`` with a checkpoint exports its weights for another board: an AlphaGateau network
+learnt on Gardner chess plays 8x8 chess unchanged (the paper's zero-shot transfer); the model's
+training facts then say which board it learnt on (``trained_on``).
 
 ``--random`` exports a freshly initialised (seeded) network: a stand-in model for tests and
 speed measurements, with no learned knowledge at all.  ``--quantize int8`` writes the int8
@@ -21,6 +26,7 @@ import engine.games
 from engine.games.base import Game
 from klent.cli import CommandError
 from klent.commands.quantize import add_calibration_arguments, quantize_with_report
+from training.checkpoint import transfers_between_boards
 from training.export import export_onnx
 from training.nets import KlentNet, NetConfig, build_net, count_parameters, load_checkpoint
 
@@ -31,9 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     quantized = parser.add_argument_group("int8 model (`klent quantize`)")
     quantized.add_argument("--quantize", choices=["int8"], help="write the int8 model, with its parity report")
     add_calibration_arguments(quantized)
+    parser.add_argument("--game", help="game id, e.g. go9, chess, countup: the untrained network's game, or the "
+                        "board to export an AlphaGateau checkpoint for (gardner <-> chess)")
     random = parser.add_argument_group("untrained stand-in model (instead of a checkpoint)")
     random.add_argument("--random", action="store_true", help="export an untrained network")
-    random.add_argument("--game", help="game id, e.g. go9, chess, countup")
     random.add_argument("--blocks", type=int, help=f"residual blocks (default {NetConfig.blocks})")
     random.add_argument("--channels", type=int, help=f"channels (default {NetConfig.channels})")
     random.add_argument(
@@ -84,7 +91,6 @@ def _untrained(args: argparse.Namespace) -> tuple[Game, KlentNet, NetConfig, dic
 def _from_checkpoint(args: argparse.Namespace) -> tuple[Game, KlentNet, NetConfig, dict[str, str]]:
     """The network of a training checkpoint and the training facts the trainer stored in it."""
     random_only = {
-        "--game": args.game is not None,
         "--blocks": args.blocks is not None,
         "--channels": args.channels is not None,
         "--value-head": args.value_head,
@@ -99,4 +105,13 @@ def _from_checkpoint(args: argparse.Namespace) -> tuple[Game, KlentNet, NetConfi
     if not isinstance(raw_info, dict):
         raise CommandError(f"{args.checkpoint}: 'training_info' is not a dictionary")
     info = {str(k): str(v) for k, v in raw_info.items()}
-    return checkpoint.game, checkpoint.model, checkpoint.config, info
+    if args.game is None or args.game == checkpoint.game.name:
+        return checkpoint.game, checkpoint.model, checkpoint.config, info
+    game = engine.games.get(args.game)
+    if not transfers_between_boards(checkpoint.game, game, checkpoint.config):
+        raise CommandError(f"{args.checkpoint} is a {checkpoint.config.arch} network for {checkpoint.game.name}: "
+                           "only an AlphaGateau network moves to another board (gardner <-> chess)")
+    model = build_net(game, checkpoint.config)
+    model.load_state_dict(checkpoint.model.state_dict())
+    info["trained_on"] = checkpoint.game.name
+    return game, model, checkpoint.config, info

@@ -50,6 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for who in (1, 2):
         parser.add_argument(f"--option{who}", action="append", default=[], metavar="NAME=VALUE",
                             help=f"UCI option for engine {who}, repeatable (e.g. 'Skill Level=0')")
+    for who in (1, 2):
+        parser.add_argument(f"--go{who}", default="", metavar="LIMIT",
+                            help=f"UCI search limit of engine {who} in place of the time per move: 'depth N', "
+                            "'nodes N' or 'movetime MS' (a fixed depth plays alike however loaded the machine)")
 
 
 def _uci_options(pairs: list[str], flag: str) -> dict[str, str]:
@@ -73,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         dead_stones,
         distinct_games,
         format_result_line,
+        go_limits,
         load_results,
         read_openings,
         run_match,
@@ -99,6 +104,13 @@ def run(args: argparse.Namespace) -> int:
     uci = uci_variant(args.game) is not None
     if (args.option1 or args.option2) and not uci:
         raise CommandError("--option1/--option2 set UCI options: they apply to UCI games only")
+    if (args.go1 or args.go2) and not uci:
+        raise CommandError("--go1/--go2 set UCI search limits: they apply to UCI games only")
+    for flag, limit in (("--go1", args.go1), ("--go2", args.go2)):
+        try:
+            go_limits(limit)
+        except ValueError as error:
+            raise CommandError(f"{flag}: {error}") from None
     if not uci and not args.game.startswith("go"):
         raise CommandError(f"--game must be a Go game (go9, go13, go19), chess, gardner or animal_shogi, "
                            f"not {args.game!r}")
@@ -113,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         max_moves=args.max_moves,
         komi=args.komi,
         uci_options=(_uci_options(args.option1, "--option1"), _uci_options(args.option2, "--option2")),
+        uci_go=(args.go1, args.go2),
         openings=openings,
     )
     try:
