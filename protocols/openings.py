@@ -10,15 +10,22 @@ those it values near even:
   position; kept when |W - L| of its WDL is at most ``max_value`` (the position is playable
   for both sides) and the game is not over;
 * Go: ``plies`` random moves off the first line (no pass), then GNU Go's ``estimate_score``;
-  kept when the estimate, komi included, is within ``max_value`` points of even.
+  kept when the estimate, komi included, is within ``max_value`` points of even;
+* Gardner chess and Animal Shogi: ``plies`` random legal moves, then Fairy-Stockfish (its
+  ``UCI_Variant``) searches the position; kept when its score is within ``max_value`` pawns of
+  even (Fairy-Stockfish 11 reports no WDL) and it sees no mate.  Random moves on a 5x5 board
+  hang a piece more often than not (after 1. b3 Black wins a pawn at once), so unjudged random
+  openings make many matches' games one-sided from the start.
 
 Openings are drawn from a seeded generator and deduplicated, so a file is reproducible from
 its command.  Output lines are what `protocols.match.read_openings` reads: ``FEN moves ...``
-for chess (the start position's FEN followed by the moves), GTP vertices for Go.
+for chess (the start position's FEN followed by the moves), GTP vertices for Go, the moves
+alone for the variants.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -26,8 +33,9 @@ import numpy as np
 import engine.games
 from engine.games.base import State
 from engine.games.go import GoState
-from protocols.engine_process import GtpProcess
+from protocols.engine_process import GtpProcess, UciProcess
 from protocols.go_text import score_points
+from protocols.uci import uci_variant
 from protocols.uci_value import open_uci, wdl_value
 
 
@@ -47,7 +55,7 @@ def random_line(game_id: str, plies: int, rng: np.random.Generator) -> tuple[lis
     state = game.initial_state()
     texts = []
     for _ in range(plies):
-        legal = [int(a) for a in state.legal_actions()] if game_id == "chess" else off_the_edge(state)
+        legal = off_the_edge(state) if isinstance(state, GoState) else [int(a) for a in state.legal_actions()]
         if not legal or state.is_terminal:
             return None
         action = int(rng.choice(legal))
@@ -71,6 +79,31 @@ def chess_judge(command: str, depth: int) -> tuple[Callable[[State], float], Cal
         return wdl_value(judge.analyse(board, chess.engine.Limit(depth=depth), game=object()), board.turn)
 
     return value, judge.quit
+
+
+def variant_judge(command: str, game_id: str, depth: int) -> tuple[Callable[[list[str]], float], Callable[[], None]]:
+    """(Fairy-Stockfish's score of a line of moves in pawns for the side to move, a mate as
+    infinite; close) for a game UCI plays as a variant."""
+    variant = uci_variant(game_id)
+    assert variant is not None
+    judge = UciProcess(command)
+    judge.start({"UCI_Variant": variant})
+
+    def value(texts: list[str]) -> float:
+        judge.new_game()  # a cleared hash: the value depends on the position alone
+        judge.tell(f"position startpos moves {' '.join(texts)}")
+        score = 0.0  # no score read: even
+        for line in judge.ask(f"go depth {depth}", "bestmove", timeout=60.0):
+            words = line.split()
+            if "score" in words[:-2]:
+                kind, amount = words[words.index("score") + 1: words.index("score") + 3]
+                if kind == "mate":
+                    score = math.copysign(math.inf, int(amount))
+                elif kind == "cp":
+                    score = int(amount) / 100
+        return score
+
+    return value, judge.close
 
 
 def go_judge(command: str, size: int, komi: float) -> tuple[Callable[[list[str]], float], Callable[[], None]]:
@@ -98,6 +131,8 @@ def balanced_openings(
     seen: set[str] = set()
     if game_id == "chess":
         value, close = chess_judge(judge, depth)
+    elif uci_variant(game_id) is not None:
+        value_of_line, close = variant_judge(judge, game_id, depth)
     else:
         size = engine.games.get(game_id).size  # type: ignore[attr-defined]
         value_of_line, close = go_judge(judge, size, komi)

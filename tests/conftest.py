@@ -34,6 +34,11 @@ def stockfish_path() -> str:
 
 
 @pytest.fixture(scope="session")
+def fairy_path() -> str:
+    return find_engine("fairy-stockfish")
+
+
+@pytest.fixture(scope="session")
 def artifacts_dir() -> str:
     """Folder for files a test keeps for people to look at (screenshots, game records)."""
     path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "test-artifacts")

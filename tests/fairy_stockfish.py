@@ -62,13 +62,16 @@ class FairyStockfish:
         self._send(self._position(fen, moves), "d", "isready")
         return next(line[5:] for line in self._read_until("readyok") if line.startswith("Fen: "))
 
-    def score(self, moves: Sequence[str] = (), fen: str | None = None, move: str | None = None) -> str:
-        """The score of a depth-1 search, from the side to move's view: "mate 0" in a position
+    def score(
+        self, moves: Sequence[str] = (), fen: str | None = None, move: str | None = None, depth: int = 1
+    ) -> str:
+        """The score of a search to ``depth`` (1: the rules' judgement), from the side to move's
+        view: "mate 0" in a position
         the side to move has lost by the rules and "cp 0" in a drawn one (the search of a
         finished game reports that at depth 0); with ``move``, of that move alone, which
         shows how the rules judge the position it makes: "mate 1" won, "cp 0" drawn (by a
         draw rule that position fulfils), "mate -1" lost."""
-        self._send(self._position(fen, moves), "go depth 1" + (f" searchmoves {move}" if move else ""))
+        self._send(self._position(fen, moves), f"go depth {depth}" + (f" searchmoves {move}" if move else ""))
         info = [line for line in self._read_until("bestmove") if " score " in line][-1]
         return " ".join(info.split(" score ")[1].split()[:2])
 

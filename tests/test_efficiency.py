@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import find_engine
 
 from klent.cli import main as klent_main
 from klent.commands.plot import reach_point
@@ -26,11 +25,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "training" / "configs"
 ANCHOR_KEYS = ("anchor_games", "anchor_wins", "anchor_draws", "anchor_losses", "anchor_score",
                "anchor_score_low", "anchor_score_high")
-
-
-@pytest.fixture(scope="module")
-def fairy_path() -> str:
-    return find_engine("fairy-stockfish")
 
 
 def tiny(game: str, fairy: str, **anchor: object) -> TrainConfig:

@@ -279,3 +279,26 @@ def test_generated_openings_are_balanced_distinct_and_readable(tmp_path, stockfi
                     "--depth", "8", "--max-value", "0.15", "--out", str(again)], check=True, capture_output=True,
                    timeout=300)
     assert again.read_text() == out.read_text()  # seeded: reproducible from its command
+
+
+def test_generated_variant_openings_are_judged_by_fairy_stockfish(tmp_path, fairy_path) -> None:
+    """Gardner openings: 4 random plies each, kept only where Fairy-Stockfish (depth 6) scores
+    the position within half a pawn of even, as the same engine confirms afterwards."""
+    from fairy_stockfish import FairyStockfish
+
+    from protocols.match import read_openings
+
+    out = tmp_path / "gardner.txt"
+    command = [sys.executable, "-m", "klent", "openings", "--game", "gardner", "--count", "4", "--plies", "4",
+               "--depth", "6", "--max-value", "0.5", "--judge", fairy_path, "--out", str(out)]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    openings = read_openings(out, "gardner")
+    assert len(openings) == len(set(openings)) == 4
+    for line in openings:
+        judge = FairyStockfish(fairy_path, "gardner")  # a new process: an empty hash, as the generator's
+        try:
+            kind, amount = judge.score(line.split(), depth=6).split()
+        finally:
+            judge.close()
+        assert len(line.split()) == 4 and kind == "cp" and abs(int(amount)) <= 50, (line, kind, amount)

@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import find_engine
 from fairy_stockfish import FairyStockfish
 
 import engine.games
@@ -26,11 +25,6 @@ from protocols.uci import UciEngine
 
 KLENT_UCI = [sys.executable, "-m", "klent", "uci"]
 GAMES = {"gardner": "gardner", "dobutsu": "animal_shogi"}  # UCI_Variant -> klent's game
-
-
-@pytest.fixture(scope="module")
-def fairy_path() -> str:
-    return find_engine("fairy-stockfish")
 
 
 @pytest.fixture(scope="module")
