@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
-# Strength of a chess model against Stockfish 15.1 through `klent match`, from balanced openings
-# (benchmarks/openings/chess-50.txt: `klent openings --game chess --count 50 --plies 8`), each
-# played with both colours, so a deterministic pair of engines still plays 100 distinct games.
-# Stockfish: 1 thread, 0.2 s a move; draw by adjudication 300 plies after the opening.
+# Strength of a chess model against Stockfish 15.1 (or of a Gardner chess model against
+# Fairy-Stockfish: GAME=gardner) through `klent match`, from balanced openings
+# (benchmarks/openings/chess-50.txt: `klent openings --game chess --count 50 --plies 8`;
+# gardner-100.txt: `klent openings --game gardner --count 100 --plies 4`), each played with
+# both colours, so a deterministic pair of engines still plays twice as many distinct games.
+# The opponent: 1 thread, 0.2 s a move unless its setting names a depth; draw by adjudication
+# 300 plies after the opening.
 #
 # SETTINGS: reactive (one network call a move), gumbel (Gumbel search, 64 simulations, 0.2 s a
 # move) and gumbel1s (Gumbel search with 1 s a move, as many simulations as fit).
-# OPPONENTS: skill0 (Skill Level 0) or eloN (UCI_LimitStrength, UCI_Elo=N, N >= 1320).
+# OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
+# load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
+# (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
 # JOBS=2 plays two matches at a time, klent with one thread each.
 # Each match's summary.json holds the win rate, its Wilson 95% interval, the distinct games,
 # the results per opening and both engines' seconds per move.
 #
 #   GAMES=100 OPPONENTS="skill0 elo1500" SETTINGS="reactive gumbel1s" MODEL=weights/chess.onnx \
 #     [NAME=chess] [JOBS=2] [RESUME=1] bash benchmarks/strength/chess.sh
+#   GAME=gardner GAMES=200 OPPONENTS=skill0d1 SETTINGS=reactive MODEL=runs/gardner/latest.onnx \
+#     NAME=gardner bash benchmarks/strength/chess.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+GAME=${GAME:-chess}
 GAMES=${GAMES:-100}
 OPPONENTS=${OPPONENTS:-skill0}
-MODEL=${MODEL:-weights/chess.onnx}
-NAME=${NAME:-chess}
+MODEL=${MODEL:-weights/$GAME.onnx}
+NAME=${NAME:-$GAME}
 SETTINGS=${SETTINGS:-"reactive gumbel"}
-OPENINGS=${OPENINGS:-benchmarks/openings/chess-50.txt}
 JOBS=${JOBS:-1}
 RESUME=${RESUME:-0}
-STOCKFISH=$(command -v stockfish || echo /usr/games/stockfish)
+case $GAME in
+  chess) OPENINGS=${OPENINGS:-benchmarks/openings/chess-50.txt}
+         OPPONENT=$(command -v stockfish || echo /usr/games/stockfish) ;;
+  gardner) OPENINGS=${OPENINGS:-benchmarks/openings/gardner-100.txt}
+           OPPONENT=$(command -v fairy-stockfish || echo /usr/games/fairy-stockfish) ;;
+  *) echo "GAME is chess or gardner, not $GAME" >&2; exit 2 ;;
+esac
 mkdir -p runs/strength
 
 play() {
-  local mode=$1 opponent=$2 out strength play time=0.2 resume=""
+  local mode=$1 opponent=$2 out strength play spec time=0.2 resume=""
   case $opponent in
-    skill0) strength=(--option2 "Skill Level=0") ;;
+    skill*d*) spec=${opponent#skill}; strength=(--option2 "Skill Level=${spec%d*}" --go2 "depth ${spec##*d}") ;;
+    skill*) strength=(--option2 "Skill Level=${opponent#skill}") ;;
     elo*) strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=${opponent#elo}") ;;
-    *) echo "an opponent is skill0 or eloN, not $opponent" >&2; return 2 ;;
+    *) echo "an opponent is skillN, skillNdD or eloN, not $opponent" >&2; return 2 ;;
   esac
   case $mode in
     reactive) play=(--option1 "SearchMode=reactive") ;;
@@ -42,10 +56,10 @@ play() {
   if [ "$JOBS" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
   out=runs/strength/$NAME-$mode-$opponent
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
-  echo "$(date -u +%FT%TZ) $MODEL, $mode vs Stockfish $opponent, $GAMES games -> $out"
-  .venv/bin/klent match --game chess --games "$GAMES" --openings "$OPENINGS" --time-per-move "$time" \
+  echo "$(date -u +%FT%TZ) $MODEL, $mode vs $(basename "$OPPONENT") $opponent, $GAMES games -> $out"
+  .venv/bin/klent match --game "$GAME" --games "$GAMES" --openings "$OPENINGS" --time-per-move "$time" \
     --max-moves 300 --out "$out" $resume --engine1 ".venv/bin/klent uci --model $MODEL" "${play[@]}" \
-    --engine2 "$STOCKFISH" "${strength[@]}" --option2 "Threads=1" >> "$out.log" 2>&1
+    --engine2 "$OPPONENT" "${strength[@]}" --option2 "Threads=1" >> "$out.log" 2>&1
   echo "$mode vs $opponent: $(grep -E 'win rate|distinct' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }
 
