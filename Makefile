@@ -27,8 +27,10 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
 
+# One pytest worker per core (pytest-xdist): the tests are independent (each has its own temporary
+# folder and models), so they run side by side on every core the machine has.
 test: setup system-deps lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 run: setup
 	$(VENV)/bin/klent serve
