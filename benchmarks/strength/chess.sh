@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Strength of a chess model against Stockfish 15.1 (or of a Gardner chess model against
-# Fairy-Stockfish: GAME=gardner) through `klent match`, from balanced openings
+# Fairy-Stockfish: GAME=gardner, GAME=animal_shogi) through `klent match`, from balanced openings
 # (benchmarks/openings/chess-50.txt: `klent openings --game chess --count 50 --plies 8`;
-# gardner-100.txt: `klent openings --game gardner --count 100 --plies 4`), each played with
+# gardner-100.txt and animal_shogi-50.txt: `klent openings --game G --count N --plies 4`), each played with
 # both colours, so a deterministic pair of engines still plays twice as many distinct games.
 # The opponent: 1 thread, 0.2 s a move unless its setting names a depth; draw by adjudication
 # 300 plies after the opening.
@@ -33,9 +33,11 @@ RESUME=${RESUME:-0}
 case $GAME in
   chess) OPENINGS=${OPENINGS:-benchmarks/openings/chess-50.txt}
          OPPONENT=$(command -v stockfish || echo /usr/games/stockfish) ;;
-  gardner) OPENINGS=${OPENINGS:-benchmarks/openings/gardner-100.txt}
-           OPPONENT=$(command -v fairy-stockfish || echo /usr/games/fairy-stockfish) ;;
-  *) echo "GAME is chess or gardner, not $GAME" >&2; exit 2 ;;
+  gardner|animal_shogi)
+    if [ "$GAME" = gardner ]; then OPENINGS=${OPENINGS:-benchmarks/openings/gardner-100.txt}
+    else OPENINGS=${OPENINGS:-benchmarks/openings/animal_shogi-50.txt}; fi
+    OPPONENT=$(command -v fairy-stockfish || echo /usr/games/fairy-stockfish) ;;
+  *) echo "GAME is chess, gardner or animal_shogi, not $GAME" >&2; exit 2 ;;
 esac
 mkdir -p runs/strength
 
