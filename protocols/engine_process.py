@@ -171,8 +171,11 @@ class UciProcess(EngineProcess):
     and the caller judges the moves by its own rules.
     """
 
-    def start(self, options: Mapping[str, str], timeout: float = 60.0) -> str:
-        """``uci``, the ``options`` (name: value), ``isready``; returns the engine's name."""
+    def start(
+        self, options: Mapping[str, str], timeout: float = 60.0, optional: Mapping[str, str] | None = None
+    ) -> str:
+        """``uci``, the ``options`` (name: value), ``isready``; returns the engine's name.
+        ``optional`` options are set only where the engine declares them (``UCI_ShowWDL``)."""
         declared: dict[str, list[str]] = {}  # option name (lower case) -> its combo values
         name = ""
         for line in self.ask("uci", "uciok", timeout):
@@ -181,6 +184,7 @@ class UciProcess(EngineProcess):
             elif line.startswith("option name "):
                 option, _, kind = line[len("option name "):].partition(" type ")
                 declared[option.strip().lower()] = [value.lower() for value in kind.split(" var ")[1:]]
+        options = {**{k: v for k, v in (optional or {}).items() if k.lower() in declared}, **options}
         for option, value in options.items():
             choices = declared.get(option.lower())
             if choices is None:

@@ -1,7 +1,8 @@
 """A UCI engine as a judge of positions: W - L in [-1, 1] for the side to move.
 
-Teacher labelling (`training.teacher`) and the opening generator (`protocols.openings`) both
-read a UCI engine's opinion of positions; they must start it and read it the same way.
+Teacher labelling (`training.teacher`, from raw ``info`` lines: `line_value`) and the opening
+generator (`protocols.openings`, through python-chess: `wdl_value`) both read a UCI engine's
+opinion of positions; they must read it the same way (`score_value`).
 """
 
 from __future__ import annotations
@@ -13,27 +14,45 @@ import chess
 import chess.engine
 
 
-def open_uci(command: str, hash_mb: int | None = None) -> chess.engine.SimpleEngine:
-    """The engine of ``command`` with one search thread (reproducible searches), WDL output,
-    and ``hash_mb`` of hash when given; options the engine lacks are left out."""
+def open_uci(command: str) -> chess.engine.SimpleEngine:
+    """The engine of ``command`` with one search thread (reproducible searches) and WDL output;
+    options the engine lacks are left out."""
     judge = chess.engine.SimpleEngine.popen_uci(shlex.split(command), timeout=60.0)
-    options = {"Threads": 1, "UCI_ShowWDL": True, **({"Hash": hash_mb} if hash_mb else {})}
+    options = {"Threads": 1, "UCI_ShowWDL": True}
     judge.configure({k: v for k, v in options.items() if k in judge.options})
     return judge
 
 
 def wdl_value(info: chess.engine.InfoDict, turn: chess.Color) -> float:
-    """W - L in [-1, 1] of one analysed line, from the view of the side to move (``turn``).
-
-    A mate score is exactly +-1 (Stockfish's WDL is then 1000/0/0 anyway); without WDL output
-    the centipawn score is squashed by tanh(cp / 400) (a pawn is worth about 0.25).
-    """
+    """W - L in [-1, 1] of one analysed line (python-chess's), from the view of the side to move
+    (``turn``); see `score_value`."""
     score = info["score"].pov(turn)
-    mate = score.mate()
+    wdl = info.get("wdl")
+    if wdl is None:
+        return score_value(score.mate(), score.score(mate_score=0), None)
+    wins, draws, losses = wdl.pov(turn)
+    return score_value(score.mate(), score.score(mate_score=0), (wins, draws, losses))
+
+
+def line_value(words: list[str]) -> float:
+    """W - L of one raw ``info ... score ... [wdl W D L] ... pv ...`` line, split into words,
+    from the view of the side to move (UCI's own view); see `score_value`."""
+    at = words.index("score")
+    kind, amount = words[at + 1], int(words[at + 2])
+    wdl = None
+    if "wdl" in words:
+        w = words.index("wdl")
+        wdl = (int(words[w + 1]), int(words[w + 2]), int(words[w + 3]))
+    return score_value(amount if kind == "mate" else None, amount if kind == "cp" else 0, wdl)
+
+
+def score_value(mate: int | None, centipawns: int, wdl: tuple[int, int, int] | None) -> float:
+    """W - L in [-1, 1]: a mate score is exactly +-1 (Stockfish's WDL is then 1000/0/0 anyway);
+    else the engine's WDL in permille; without WDL output the centipawn score squashed by
+    tanh(cp / 400) (a pawn is worth about 0.25)."""
     if mate is not None:
         return 1.0 if mate > 0 else -1.0
-    wdl = info.get("wdl")
     if wdl is not None:
-        wins, _, losses = wdl.pov(turn)
+        wins, _, losses = wdl
         return (wins - losses) / 1000.0
-    return math.tanh(score.score(mate_score=0) / 400.0)  # not a mate: the mate score is never used
+    return math.tanh(centipawns / 400.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import signal
 import subprocess
@@ -63,7 +64,7 @@ def test_labels_equal_a_direct_stockfish_query(stockfish_path: str) -> None:
                 wins, _, losses = expected[move]
                 assert value == pytest.approx((wins - losses) / 1000, abs=1e-6), move.uci()
     finally:
-        ours.quit()
+        ours.close()
         direct.quit()
 
 
@@ -75,7 +76,7 @@ def test_mate_is_worth_one_and_stalemate_nothing(stockfish_path: str) -> None:
     try:
         actions, values, _ = teacher.label_position(engine_, game, state, config.limit())
     finally:
-        engine_.quit()
+        engine_.close()
     by_move = {game.action_to_text(state, int(a)): float(v) for a, v in zip(actions, values)}
     assert by_move["c1c8"] == 1.0  # Qc8 mate
     assert by_move["c1c7"] == 0.0  # Qc7 stalemate: a draw
@@ -136,7 +137,7 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
     try:
         records = [teacher.play_labelled_game(stockfish, config, index, student) for index in range(4)]
     finally:
-        stockfish.quit()
+        stockfish.close()
     for index, record in enumerate(records):
         rng = np.random.default_rng([config.seed, index])
         [rng.choice(teacher.TEMPERATURES) for _ in range(2)]  # the game's two strengths come first
@@ -370,3 +371,15 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     second.run(iterations=1, progress=False)
     second.close()
     assert "ownership_loss" in json.loads((tmp_path / "klent" / "metrics.jsonl").read_text())
+
+
+@pytest.mark.parametrize(("line", "value"), [
+    ("info depth 6 seldepth 8 multipv 2 score cp -35 wdl 20 900 80 nodes 1234 nps 9 pv e7e5 g1f3", -0.06),
+    ("info depth 3 multipv 1 score mate 2 wdl 1000 0 0 nodes 10 pv d1h5", 1.0),
+    ("info depth 3 score mate -1 nodes 10 pv e8d8", -1.0),  # a mate without WDL output
+    ("info depth 9 score cp 400 upperbound nodes 99 pv a2a3", math.tanh(1.0)),  # no WDL: tanh(cp / 400)
+])
+def test_a_raw_info_line_is_valued_as_python_chess_reads_it(line: str, value: float) -> None:
+    from protocols.uci_value import line_value
+
+    assert line_value(line.split()) == pytest.approx(value, abs=1e-12)

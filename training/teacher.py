@@ -57,13 +57,12 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import chess
-import chess.engine
 import chess.polyglot
 import numpy as np
 
@@ -73,10 +72,10 @@ from engine.games.base import State
 from engine.games.chess import ChessGame, ChessState
 from engine.games.go import GoGame, GoState
 from engine.player import Player, PlayOptions
-from protocols.engine_process import EngineError, GtpFailure, GtpProcess
+from protocols.engine_process import EngineError, GtpFailure, GtpProcess, UciProcess
 from protocols.go_text import score_points
 from protocols.openings import off_the_edge
-from protocols.uci_value import open_uci, wdl_value
+from protocols.uci_value import line_value
 
 MANIFEST = "manifest.json"
 FORMAT = 1  # shard layout version, in the manifest
@@ -124,8 +123,9 @@ class LabelConfig:
         if self.student_plies < 0 or (self.student is None) != (self.student_plies == 0):
             raise ValueError("a student model needs student_plies >= 1, and student_plies a student model")
 
-    def limit(self) -> chess.engine.Limit:
-        return chess.engine.Limit(depth=self.depth, nodes=self.nodes)
+    def limit(self) -> str:
+        """The teacher's ``go`` command for one position."""
+        return f"go depth {self.depth}" if self.depth is not None else f"go nodes {self.nodes}"
 
     def is_validation(self, game: int) -> bool:
         return game % self.validation_every == self.validation_every - 1
@@ -187,8 +187,56 @@ class Manifest:
 # ---------------------------------------------------------------------------------------------
 
 
+class ChessTeacher:
+    """A UCI teacher (Stockfish) read from its raw output.
+
+    python-chess's ``analyse`` parses every line an engine prints and replays each principal
+    variation on a board; with ``multipv`` = every legal move that is ~30 lines at each depth,
+    and it cost 14 ms of CPU a position beside the engine's 23 ms (depth 6, real game
+    positions; benchmarks/RESULTS.md).  The labels need only the first move and the value of
+    each line when the search ends, so the lines are read as text and only the last one of each
+    ``multipv`` index is parsed.  One search thread, and a cleared hash (``ucinewgame``) before
+    every position: a position's labels do not depend on what was searched before, so a killed
+    run resumes with identical labels.
+    """
+
+    def __init__(self, command: str, hash_mb: int) -> None:
+        self.process = UciProcess(command)
+        self.name = self.process.start({"Threads": "1", "Hash": str(hash_mb)}, optional={"UCI_ShowWDL": "true"})
+        self.multipv = 1
+
+    def search(
+        self, board: chess.Board, go: str, multipv: int, searchmoves: Sequence[chess.Move] = ()
+    ) -> tuple[dict[chess.Move, float], int]:
+        """Each reported root move's value (W - L for the side to move) after ``go`` with
+        ``multipv`` lines, and the search's nodes."""
+        self.process.new_game()
+        if multipv != self.multipv:
+            self.process.tell(f"setoption name MultiPV value {multipv}")
+            self.multipv = multipv
+        self.process.tell(f"position fen {board.fen()}")
+        if searchmoves:
+            go += " searchmoves " + " ".join(move.uci() for move in searchmoves)
+        last: dict[int, list[str]] = {}  # multipv index -> the words of its last scored line
+        nodes = 0
+        for line in self.process.ask(go, "bestmove", timeout=None):
+            words = line.split()
+            if words[:1] == ["info"] and "pv" in words and "score" in words:
+                last[int(words[words.index("multipv") + 1]) if "multipv" in words else 1] = words
+                if "nodes" in words:
+                    nodes = max(nodes, int(words[words.index("nodes") + 1]))
+        values: dict[chess.Move, float] = {}
+        for index in sorted(last):
+            words = last[index]
+            values.setdefault(chess.Move.from_uci(words[words.index("pv") + 1]), line_value(words))
+        return values, nodes
+
+    def close(self) -> None:
+        self.process.close()
+
+
 def label_position(
-    teacher: chess.engine.SimpleEngine, game: ChessGame, state: ChessState, limit: chess.engine.Limit
+    teacher: ChessTeacher, game: ChessGame, state: ChessState, go: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Every legal move of ``state`` with its value: (actions int32[n], values float32[n], nodes).
 
@@ -197,18 +245,12 @@ def label_position(
     """
     board = state.board
     legal = list(board.legal_moves)
-    infos = teacher.analyse(board, limit, multipv=len(legal), game=state)
-    values: dict[chess.Move, float] = {}
-    nodes = 0
-    for info in infos:
-        if "pv" in info and info["pv"] and "score" in info:
-            values.setdefault(info["pv"][0], wdl_value(info, board.turn))
-            nodes = max(nodes, int(info.get("nodes", 0)))
+    values, nodes = teacher.search(board, go, len(legal))
     for move in legal:
         if move not in values:
-            info = teacher.analyse(board, limit, root_moves=[move], game=state)
-            values[move] = wdl_value(info, board.turn)
-            nodes += int(info.get("nodes", 0))
+            alone, more = teacher.search(board, go, 1, [move])
+            values[move] = alone[move]
+            nodes += more
     actions = np.array([game.move_to_action(state, move) for move in legal], dtype=np.int32)
     return actions, np.array([values[move] for move in legal], dtype=np.float32), nodes
 
@@ -258,7 +300,7 @@ def rules(game_id: str) -> ChessGame | GoGame:
 
 
 def play_labelled_game(
-    teacher: chess.engine.SimpleEngine, config: LabelConfig, index: int, student: Player | None = None
+    teacher: ChessTeacher, config: LabelConfig, index: int, student: Player | None = None
 ) -> LabelledGame:
     """Game ``index`` of the set: the teacher against itself (after the ``student``'s plies, if
     the set has one), every position labelled."""
@@ -444,10 +486,10 @@ class _Teachers:
     def __init__(self, config: LabelConfig) -> None:
         self.config = config
         self.local = threading.local()
-        self.started: list[chess.engine.SimpleEngine] = []
+        self.started: list[ChessTeacher | GtpProcess] = []
         self.lock = threading.Lock()
 
-    def get(self) -> chess.engine.SimpleEngine | GtpProcess:
+    def get(self) -> ChessTeacher | GtpProcess:
         teacher = getattr(self.local, "teacher", None)
         if teacher is None:
             teacher = open_teacher(self.config)
@@ -467,12 +509,12 @@ class _Teachers:
     def close(self) -> None:
         for teacher in self.started:
             try:
-                teacher.close() if isinstance(teacher, GtpProcess) else teacher.quit()
+                teacher.close()
             except Exception:  # noqa: BLE001 - a teacher that died is closed anyway
                 pass
 
 
-def open_teacher(config: LabelConfig) -> chess.engine.SimpleEngine | GtpProcess:
+def open_teacher(config: LabelConfig) -> ChessTeacher | GtpProcess:
     """Chess: the UCI teacher with one thread, a small hash and WDL output (deterministic
     searches).  Go: the GTP teacher as it is."""
     if config.game != "chess":
@@ -483,8 +525,8 @@ def open_teacher(config: LabelConfig) -> chess.engine.SimpleEngine | GtpProcess:
             raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
         return teacher
     try:
-        return open_uci(config.teacher, hash_mb=config.hash_mb)
-    except (OSError, chess.engine.EngineError, TimeoutError) as error:
+        return ChessTeacher(config.teacher, config.hash_mb)
+    except EngineError as error:
         raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
 
 
@@ -509,7 +551,7 @@ def label(
     try:
         if manifest is None:
             first = teachers.get()
-            name = first.send("name") if isinstance(first, GtpProcess) else first.id.get("name", config.teacher)
+            name = first.send("name") if isinstance(first, GtpProcess) else first.name
             manifest = Manifest(settings, teacher_name=str(name))
             manifest.write(folder)
         elif manifest.config != settings:
