@@ -19,6 +19,15 @@ group, the simulator evaluations at which each seed first reaches the score ``--
 (interpolated in log evaluations between the two evaluations around the crossing), their
 geometric mean and spread, and how many times more the group needs than the game's most
 efficient group: the number the KLENT paper's efficiency claim is about.
+
+``--strength`` reads `klent match` folders instead (``summary.json``; e.g. the rows of
+benchmarks/strength/go9.sh) and draws the TD search paper's figure 7: Elo against the opponent
+(with its 95 % interval) by simulations per move, log axis, one line per player.  A match's
+simulations are engine 1's ``--simulations`` (or ``Simulations`` option); its player is the
+folder name without that number (``td-td-1000-level10`` -> ``td-td-level10``); matches without
+a simulation count (reactive play, a time per move) are named and left out.
+
+    klent plot --strength runs/strength/td-td-*-level10 runs/strength/gpuD-*-level10 -o elo.png
 """
 
 from __future__ import annotations
@@ -68,11 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default algo; e.g. klent.preset, or algo,net.blocks)")
     parser.add_argument("--reach", type=float, default=0.5,
                         help="--efficiency: the score whose first crossing the table reports (default 0.5)")
+    parser.add_argument("--strength", action="store_true",
+                        help="the folders are `klent match` folders: Elo against the opponent by simulations per "
+                        "move (log axis), one line per player, with the 95%% intervals")
 
 
 def run(args: argparse.Namespace) -> int:
     from training.metrics import read_metrics  # no torch: metrics.py imports numpy only
 
+    if args.strength:
+        return _strength(args.runs, args.output)
     runs: list[tuple[str, list[dict]]] = []
     for folder in args.runs:
         path = Path(folder) / "metrics.jsonl"
@@ -316,6 +330,91 @@ def write_efficiency_figure(curves: list[Curve], target: float, output: str | os
         ax.set_ylabel("score vs anchor (draw = 1/2)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
+    fig.tight_layout()
+    try:
+        with atomic_target(Path(output)) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+@dataclass(frozen=True)
+class StrengthPoint:
+    """One match of a player at one budget: its Elo against the opponent with the interval."""
+
+    player: str
+    simulations: int
+    games: int
+    elo: float
+    elo_low: float
+    elo_high: float
+
+
+def strength_point(folder: Path) -> StrengthPoint | None:
+    """The point of one `klent match` folder; None when engine 1 has no simulation count."""
+    import json
+    import re
+    import shlex
+
+    try:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        words = shlex.split(summary["config"]["engines"][0])
+        options = summary["config"].get("uci_options", [{}])[0]
+        result = summary["summary"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
+        raise CommandError(f"{folder}: not a klent match folder with a summary.json ({error})") from None
+    count = options.get("Simulations") or next(
+        (words[i + 1] for i, word in enumerate(words[:-1]) if word == "--simulations"), None)
+    if count is None:
+        return None
+    player = re.sub(rf"-{count}(?=-|$)", "", folder.resolve().name, count=1)
+    return StrengthPoint(player, int(count), int(result["games"]), float(result["elo"]),
+                         float(result["elo_low"]), float(result["elo_high"]))
+
+
+def _strength(folders: list[str], output: str) -> int:
+    """``--strength``: the matches' points, their figure and a table."""
+    points = []
+    for folder in folders:
+        point = strength_point(Path(folder))
+        if point is None:
+            print(f"{folder}: engine 1 plays without a simulation count, left out")
+        else:
+            points.append(point)
+    if not points:
+        raise CommandError("no match with a simulation count (engine 1's --simulations or Simulations)")
+    points.sort(key=lambda p: (p.player, p.simulations))
+    write_strength_figure(points, output)
+    for p in points:
+        print(f"{p.player}: {p.simulations:,} simulations, {p.games} games, Elo {p.elo:+.0f} "
+              f"({p.elo_low:+.0f} to {p.elo_high:+.0f})")
+    print(f"wrote {output}")
+    return 0
+
+
+def write_strength_figure(points: list[StrengthPoint], output: str | os.PathLike[str]) -> None:
+    """Elo against simulations per move (log axis), one line per player, 95 % intervals as
+    error bars (an unbounded end, a whitewash, is drawn to the plot's edge)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for number, player in enumerate(sorted({p.player for p in points})):
+        mine = [p for p in points if p.player == player]
+        xs = [p.simulations for p in mine]
+        ys = [p.elo for p in mine]
+        errors = [[y - max(p.elo_low, -1000.0) for y, p in zip(ys, mine)],
+                  [min(p.elo_high, 1000.0) - y for y, p in zip(ys, mine)]]
+        ax.errorbar(xs, [max(min(y, 1000.0), -1000.0) for y in ys], yerr=errors, marker="o", capsize=3,
+                    color=f"C{number}", label=player)
+    ax.axhline(0.0, color="grey", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("simulations per move")
+    ax.set_ylabel("Elo against the opponent (95 % interval)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     try:
         with atomic_target(Path(output)) as tmp:
