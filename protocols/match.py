@@ -336,15 +336,19 @@ def score_margin(results: list[GameResult]) -> dict[str, float | int] | None:
     real opponent long before it wins.  None when no game was scored (chess, or all forfeits
     and resignations).
     """
-    margins = []
-    for r in results:
-        black_ahead = score_points(r.result)
-        if black_ahead is None or (r.result == "0" and "referee score" not in r.reason):
-            continue  # a forfeit or a resignation: nobody counted the board
-        margins.append(black_ahead if r.first == 0 else -black_ahead)
+    margins = [m for m in map(game_margin, results) if m is not None]
     if not margins:
         return None
     return {"games": len(margins), "mean": sum(margins) / len(margins)}
+
+
+def game_margin(result: GameResult) -> float | None:
+    """Go: engine 1's referee score margin in points in one game; None when nobody counted the
+    board (a forfeit or a resignation) or the game is not Go."""
+    black_ahead = score_points(result.result)
+    if black_ahead is None or (result.result == "0" and "referee score" not in result.reason):
+        return None
+    return black_ahead if result.first == 0 else -black_ahead
 
 
 def dead_stones(results: list[GameResult]) -> dict[str, float | int | list[int]] | None:

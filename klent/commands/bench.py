@@ -13,6 +13,7 @@ BENCHMARKS = {
     "training": "self-play + training throughput vs the network-only bound",
     "server": "HTTP requests/s and latency with request batching vs one at a time",
     "ab": "head-to-head of two trained models (training A/B runs)",
+    "paired": "two klent match rows from the same openings compared game by game (wins, margins, sign test)",
     "slope": "a training run's snapshots against a fixed pool of references",
     "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
     "tree_memory": "search-tree bytes per node and process RSS growth against a memory budget (chess, go9)",
