@@ -14,8 +14,8 @@ those it values near even:
 * Gardner chess and Animal Shogi: ``plies`` random legal moves, then Fairy-Stockfish (its
   ``UCI_Variant``) searches the position; kept when its score is within ``max_value`` pawns of
   even (Fairy-Stockfish 11 reports no WDL) and it sees no mate.  Random moves on a 5x5 board
-  hang a piece more often than not (after 1. b3 Black wins a pawn at once), so unjudged random
-  openings make many matches' games one-sided from the start.
+  often hang a piece (after 1. b3 Black wins a pawn at once), so unjudged random openings make
+  some games one-sided from the start.
 
 Openings are drawn from a seeded generator and deduplicated, so a file is reproducible from
 its command.  Output lines are what `protocols.match.read_openings` reads: ``FEN moves ...``
