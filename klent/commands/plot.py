@@ -40,9 +40,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import geometric_mean
+from typing import TYPE_CHECKING
 
 from engine.files import atomic_target
 from klent.cli import CommandError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -163,13 +167,7 @@ def write_figure(runs: list[tuple[str, list[dict]]], output: str | os.PathLike[s
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
     axes.flat[0].legend(fontsize=8)
-    fig.tight_layout()
-    output = Path(output)
-    try:
-        with atomic_target(output) as tmp:
-            fig.savefig(tmp, dpi=110)
-    finally:
-        plt.close(fig)
+    save_figure(fig, output)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -330,12 +328,7 @@ def write_efficiency_figure(curves: list[Curve], target: float, output: str | os
         ax.set_ylabel("score vs anchor (draw = 1/2)")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    try:
-        with atomic_target(Path(output)) as tmp:
-            fig.savefig(tmp, dpi=110)
-    finally:
-        plt.close(fig)
+    save_figure(fig, output)
 
 
 @dataclass(frozen=True)
@@ -415,6 +408,13 @@ def write_strength_figure(points: list[StrengthPoint], output: str | os.PathLike
     ax.set_ylabel("Elo against the opponent (95 % interval)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
+    save_figure(fig, output)
+
+
+def save_figure(fig: Figure, output: str | os.PathLike[str]) -> None:
+    """Lay out ``fig``, write it to ``output`` as a PNG atomically, and free it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     try:
         with atomic_target(Path(output)) as tmp:
