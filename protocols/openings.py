@@ -36,7 +36,7 @@ from engine.games.go import GoState
 from protocols.engine_process import GtpProcess, UciProcess
 from protocols.go_text import score_points
 from protocols.uci import uci_variant
-from protocols.uci_value import open_uci, wdl_value
+from protocols.uci_value import line_score, open_uci, wdl_value
 
 
 def off_the_edge(state: State) -> list[int]:
@@ -96,11 +96,11 @@ def variant_judge(command: str, game_id: str, depth: int) -> tuple[Callable[[lis
         for line in judge.ask(f"go depth {depth}", "bestmove", timeout=60.0):
             words = line.split()
             if "score" in words[:-2]:
-                kind, amount = words[words.index("score") + 1: words.index("score") + 3]
+                kind, amount = line_score(words)
                 if kind == "mate":
-                    score = math.copysign(math.inf, int(amount))
+                    score = math.copysign(math.inf, amount)
                 elif kind == "cp":
-                    score = int(amount) / 100
+                    score = amount / 100
         return score
 
     return value, judge.close

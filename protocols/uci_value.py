@@ -37,13 +37,19 @@ def wdl_value(info: chess.engine.InfoDict, turn: chess.Color) -> float:
 def line_value(words: list[str]) -> float:
     """W - L of one raw ``info ... score ... [wdl W D L] ... pv ...`` line, split into words,
     from the view of the side to move (UCI's own view); see `score_value`."""
-    at = words.index("score")
-    kind, amount = words[at + 1], int(words[at + 2])
+    kind, amount = line_score(words)
     wdl = None
     if "wdl" in words:
         w = words.index("wdl")
         wdl = (int(words[w + 1]), int(words[w + 2]), int(words[w + 3]))
     return score_value(amount if kind == "mate" else None, amount if kind == "cp" else 0, wdl)
+
+
+def line_score(words: list[str]) -> tuple[str, int]:
+    """(``cp`` or ``mate``, the number) of a raw ``info ... score KIND N ...`` line split into
+    words, from the side to move's view."""
+    at = words.index("score")
+    return words[at + 1], int(words[at + 2])
 
 
 def score_value(mate: int | None, centipawns: int, wdl: tuple[int, int, int] | None) -> float:
