@@ -43,9 +43,10 @@ def labelled(tmp_path_factory: pytest.TempPathFactory, stockfish_path: str) -> P
     return folder
 
 
-def test_labels_equal_a_direct_stockfish_query(stockfish_path: str) -> None:
+@pytest.mark.parametrize("scale", ["wdl", "cp"])
+def test_labels_equal_a_direct_stockfish_query(stockfish_path: str, scale: str) -> None:
     game = teacher.rules("chess")
-    config = small_config(stockfish_path, depth=5)
+    config = small_config(stockfish_path, depth=5, value=scale)
     fens = ["r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
             "8/5pk1/6p1/8/3Q4/6P1/5P1K/3r4 b - - 0 40"]
     ours = teacher.open_teacher(config)
@@ -57,21 +58,28 @@ def test_labels_equal_a_direct_stockfish_query(stockfish_path: str) -> None:
             actions, values, _ = teacher.label_position(ours, game, state, config.limit())
             board = chess.Board(fen)
             infos = direct.analyse(board, chess.engine.Limit(depth=5), multipv=board.legal_moves.count(), game=object())
-            expected = {info["pv"][0]: info["wdl"].pov(board.turn) for info in infos}
+            if scale == "wdl":
+                expected = {info["pv"][0]: info["wdl"].pov(board.turn).wins - info["wdl"].pov(board.turn).losses
+                            for info in infos}
+                expected = {move: wl / 1000 for move, wl in expected.items()}
+            else:  # lichess's win probability sigmoid(0.00368208 cp), as 2p - 1
+                expected = {info["pv"][0]: 2 / (1 + math.exp(-0.00368208 * info["score"].pov(board.turn).score()))
+                            - 1 for info in infos}
             assert len(actions) == len(expected) == board.legal_moves.count()
+            assert game.action_to_move(state, int(actions[0])) == infos[0]["pv"][0]  # the teacher's first line
             for action, value in zip(actions, values):
                 move = game.action_to_move(state, int(action))
-                wins, _, losses = expected[move]
-                assert value == pytest.approx((wins - losses) / 1000, abs=1e-6), move.uci()
+                assert value == pytest.approx(expected[move], abs=1e-6), move.uci()
     finally:
         ours.close()
         direct.quit()
 
 
-def test_mate_is_worth_one_and_stalemate_nothing(stockfish_path: str) -> None:
+@pytest.mark.parametrize("scale", ["wdl", "cp"])
+def test_mate_is_worth_one_and_stalemate_nothing(stockfish_path: str, scale: str) -> None:
     game = teacher.rules("chess")
     state = game.from_fen("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1")
-    config = small_config(stockfish_path, depth=4)
+    config = small_config(stockfish_path, depth=4, value=scale)
     engine_ = teacher.open_teacher(config)
     try:
         actions, values, _ = teacher.label_position(engine_, game, state, config.limit())
@@ -140,7 +148,7 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
         stockfish.close()
     for index, record in enumerate(records):
         rng = np.random.default_rng([config.seed, index])
-        [rng.choice(teacher.TEMPERATURES) for _ in range(2)]  # the game's two strengths come first
+        [rng.choice(teacher.TEMPERATURES[config.value]) for _ in range(2)]  # the game's two strengths come first
         until = teacher.student_until(config, rng, student)
         drawn.append(until - config.opening_plies)
         assert len(record.hashes) == len(record.moves)  # every position labelled, the student's too
@@ -182,8 +190,12 @@ def test_a_set_made_before_a_setting_existed_resumes(tmp_path: Path, stockfish_p
     teacher.label(config, tmp_path / "set")
     manifest = json.loads((tmp_path / "set" / "manifest.json").read_text())
     del manifest["config"]["student"], manifest["config"]["student_plies"]  # as written before the option
+    del manifest["config"]["value"]  # a set from before the centipawn scale: its WDL values
     (tmp_path / "set" / "manifest.json").write_text(json.dumps(manifest))
     assert teacher.label(dataclasses.replace(config, positions=60), tmp_path / "set").positions >= 60
+    refused = dataclasses.replace(config, positions=90, value="cp")
+    with pytest.raises(ValueError, match=r"other settings \(value\)"):
+        teacher.label(refused, tmp_path / "set")
 
 
 def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: Path) -> None:
@@ -295,9 +307,13 @@ def test_the_label_command_says_what_it_did(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out),
                           "--teacher", "no-such-engine"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "not found" in bad.stderr and "Traceback" not in bad.stderr
+    assert teacher.Manifest.read(out).config["value"] == "cp"  # a new set's default scale
     changed = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out),
                               "--depth", "3"], capture_output=True, text=True, timeout=60)
     assert changed.returncode == 2 and "other settings (depth)" in changed.stderr
+    rescaled = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out), "--depth", "1",
+                               "--value", "wdl"], capture_output=True, text=True, timeout=60)
+    assert rescaled.returncode == 2 and "other settings (value)" in rescaled.stderr
     for flags, said in ((["--student-plies", "5"], "--student-plies needs --student"),
                         (["--student", str(tmp_path / "none.onnx")], "no student model")):
         refused = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(tmp_path / "s"),
@@ -377,9 +393,33 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     ("info depth 6 seldepth 8 multipv 2 score cp -35 wdl 20 900 80 nodes 1234 nps 9 pv e7e5 g1f3", -0.06),
     ("info depth 3 multipv 1 score mate 2 wdl 1000 0 0 nodes 10 pv d1h5", 1.0),
     ("info depth 3 score mate -1 nodes 10 pv e8d8", -1.0),  # a mate without WDL output
-    ("info depth 9 score cp 400 upperbound nodes 99 pv a2a3", math.tanh(1.0)),  # no WDL: tanh(cp / 400)
+    ("info depth 9 score cp 400 upperbound nodes 99 pv a2a3", 2 / (1 + math.exp(-0.00368208 * 400)) - 1),  # no WDL
 ])
 def test_a_raw_info_line_is_valued_as_python_chess_reads_it(line: str, value: float) -> None:
     from protocols.uci_value import line_value
 
     assert line_value(line.split()) == pytest.approx(value, abs=1e-12)
+
+
+def test_the_centipawn_scale_ignores_the_wdl_and_keeps_mates_at_one() -> None:
+    from protocols.uci_value import line_value
+
+    line = "info depth 6 multipv 2 score cp -35 wdl 20 900 80 nodes 1234 pv e7e5 g1f3".split()
+    assert line_value(line, use_wdl=False) == pytest.approx(2 / (1 + math.exp(0.00368208 * 35)) - 1, abs=1e-12)
+    assert line_value("info depth 3 score mate 4 wdl 1000 0 0 pv d1h5".split(), use_wdl=False) == 1.0
+    # Stockfish's WDL calls +5 pawns won outright; the centipawn scale still ranks it below +9
+    five, nine = (line_value(f"info score cp {cp} wdl 1000 0 0 pv a2a3".split(), use_wdl=False) for cp in (500, 900))
+    assert 0.6 < five < nine < 0.97
+
+
+def test_the_policy_target_moves_its_best_weight_onto_the_first_of_equal_values() -> None:
+    from training.distill import teacher_policy
+
+    values = np.array([0.9, 0.2, 0.9, 0.95], dtype=np.float32)  # index 3 is the best
+    soft = teacher_policy(values, 0.05)
+    mixed = teacher_policy(values, 0.05, best_weight=0.5)
+    assert mixed.sum() == pytest.approx(1.0) and mixed[3] == pytest.approx(0.5 + 0.5 * soft[3])
+    np.testing.assert_allclose(mixed[:3], 0.5 * soft[:3], rtol=1e-6)
+    tied = teacher_policy(np.array([1.0, 1.0, 0.0], dtype=np.float32), 0.05, best_weight=1.0)
+    assert tied.tolist() == [1.0, 0.0, 0.0]  # the teacher's line comes first among ties
+    assert teacher_policy(values, 0.0, best_weight=0.3).tolist() == [0.0, 0.0, 0.0, 1.0]

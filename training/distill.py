@@ -8,7 +8,8 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
 2. `batches` walks the training positions in a fresh seeded permutation per epoch, so that
    iteration ``i`` of a run always sees the same positions and a resume is exact;
 3. `to_samples` turns a chunk of positions into the trainer's `Samples`: the policy target is
-   a softmax of the teacher's values at ``temperature`` (0: all mass on the best move), the
+   a softmax of the teacher's values at ``temperature`` (0: all mass on the best move), with
+   ``best_weight`` of it moved onto the teacher's own move (`teacher_policy`), the
    action-value targets are the values themselves on every labelled move (NaN elsewhere);
 4. `distill_loss` = CE(target, pi_theta) + q_weight * mean over labelled moves of
    (Q_theta(s, a) - Q_teacher(s, a))^2 -- Ruoss et al. 2024 regress every legal move's value;
@@ -57,6 +58,7 @@ class DistillConfig:
     q_weight: Annotated[Float, Field(ge=0)] = 1.0
     positions: Annotated[Int, Field(ge=1)] = 8192  # positions fitted per iteration
     score_scale: Annotated[Float, Field(ge=0)] = 0.0  # Go Q targets: 0 outcome, S tanh(score/S) (`go_q_targets`)
+    best_weight: Annotated[Float, Field(ge=0, le=1)] = 0.0  # share of the policy target on the teacher's move
 
 
 @dataclass
@@ -231,8 +233,11 @@ def batches(dataset: LabelledSet, per_iteration: int, seed: int, iteration: int)
     return np.concatenate(chunks)
 
 
-def to_samples(dataset: LabelledSet, index: np.ndarray, num_actions: int, temperature: float) -> Samples:
-    """`Samples` of the positions ``index``: policy target, Q targets (NaN where unlabelled)."""
+def to_samples(
+    dataset: LabelledSet, index: np.ndarray, num_actions: int, temperature: float, best_weight: float = 0.0
+) -> Samples:
+    """`Samples` of the positions ``index``: policy target (`teacher_policy`), Q targets (NaN
+    where unlabelled)."""
     count = len(index)
     masks = np.unpackbits(dataset.legal[index], axis=1, count=num_actions).astype(bool)
     policy = np.zeros((count, num_actions), dtype=np.float32)
@@ -242,7 +247,7 @@ def to_samples(dataset: LabelledSet, index: np.ndarray, num_actions: int, temper
     for row, position in enumerate(index):
         actions, values = dataset.labels(int(position))
         q_targets[row, actions] = values
-        policy[row, actions] = teacher_policy(values, temperature)
+        policy[row, actions] = teacher_policy(values, temperature, best_weight)
         best[row] = actions[int(values.argmax())]
         value[row] = values.max()
     own = dataset.ownership
@@ -260,14 +265,18 @@ def to_samples(dataset: LabelledSet, index: np.ndarray, num_actions: int, temper
     )
 
 
-def teacher_policy(values: np.ndarray, temperature: float) -> np.ndarray:
-    """softmax(values / temperature) over one position's labelled moves; one-hot best at 0."""
+def teacher_policy(values: np.ndarray, temperature: float, best_weight: float = 0.0) -> np.ndarray:
+    """softmax(values / temperature) over one position's labelled moves (one-hot best at 0),
+    with ``best_weight`` of the mass moved onto the best move -- the first of equal values,
+    which is the teacher's own choice where the labels keep its order (`training.teacher`):
+    among moves that all win, the one that makes progress."""
+    best = np.zeros(len(values), dtype=np.float32)
+    best[int(values.argmax())] = 1.0
     if temperature <= 0:
-        policy = np.zeros(len(values), dtype=np.float32)
-        policy[int(values.argmax())] = 1.0
-        return policy
+        return best
     weights = np.exp((values - values.max()) / temperature)
-    return (weights / weights.sum()).astype(np.float32)
+    soft = weights / weights.sum()
+    return ((1 - best_weight) * soft + best_weight * best).astype(np.float32)
 
 
 def distill_loss(
@@ -382,7 +391,7 @@ class Distill:
     def collect(self, slots: GameSlots, network: Callable[[], Any], iteration: int) -> Samples:
         chosen = batches(self.labelled, self.config.positions, self.seed, iteration)
         mine = chosen[self.rank :: self.world_size]
-        return to_samples(self.labelled, mine, self.num_actions, self.config.temperature)
+        return to_samples(self.labelled, mine, self.num_actions, self.config.temperature, self.config.best_weight)
 
     def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
         return distill_loss(outputs, batch, self.config.q_weight)

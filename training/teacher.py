@@ -17,9 +17,14 @@ Chess, with a UCI teacher (Stockfish):
   A game ends by the rules, at ``max_plies``, or once the teacher has called it decided
   (|W - L| >= 0.95) for ``decided_plies`` plies running -- long enough to keep the technique
   of converting a won position, short of shuffling in a dead one.
-* **Labels**: each legal move's value as W - L of the teacher's WDL (``UCI_ShowWDL``) from the
-  mover's view, in [-1, 1] (a mate score is +-1); the best move; the state value (the best
-  move's value).
+* **Labels**: each legal move's value from the mover's view in [-1, 1] (a mate score is +-1),
+  in the teacher's order (its best line first); the best move; the state value (the best
+  move's value).  ``value = "cp"`` reads the value from the centipawn score, tanh(cp / 543)
+  (`protocols.uci_value.centipawn_value`, the scale Ruoss et al. used); ``"wdl"`` (the sets
+  made before) from the teacher's WDL (``UCI_ShowWDL``) as W - L.  The WDL saturates near +3
+  pawns: in the first set, half of all positions had a best value of exactly +-1, so every
+  move of a won position looked alike, and a network fit to them could neither keep its
+  extra material nor mate.
 
 Go, with a GTP teacher (GNU Go): the first ``opening_plies`` moves are random (off the first
 line), then the teacher plays itself; every later position gets the teacher's
@@ -80,9 +85,12 @@ from protocols.uci_value import line_value
 MANIFEST = "manifest.json"
 FORMAT = 1  # shard layout version, in the manifest
 
-# Per-game strengths after the opening: softmax temperatures over W - L values (0 = best move).
-# 0.02 loses ~0.02 per move at most often; 0.1 makes the mistakes of a weak club player.
-TEMPERATURES = (0.0, 0.0, 0.01, 0.03, 0.1)
+# Per-game strengths after the opening: softmax temperatures over the values (0 = best move),
+# by value scale.  On Stockfish's WDL, 0.1 makes the mistakes of a weak club player (a 1-pawn
+# slip near equality, ~0.5 of W - L, weighs e^-5); the centipawn scale is ~2.7 times flatter
+# there (+1 pawn = 0.18), so its temperatures are ~2.7 times lower for the same mix.
+TEMPERATURES = {"wdl": (0.0, 0.0, 0.01, 0.03, 0.1), "cp": (0.0, 0.0, 0.004, 0.011, 0.037)}
+VALUE_SCALES = tuple(TEMPERATURES)
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class LabelConfig:
     hash_mb: int = 16
     student: str | None = None  # an ONNX model that plays the first plies after the opening
     student_plies: int = 0  # its plies in a game: uniform in 0..student_plies
+    value: str = "wdl"  # chess labels' scale: "wdl" (the teacher's W - L) or "cp" (its centipawns)
 
     def __post_init__(self) -> None:
         if self.game == "chess":
@@ -120,6 +129,8 @@ class LabelConfig:
             raise ValueError("positions and games_per_shard must be >= 1, validation_every >= 2")
         if self.opening_plies < 0 or self.max_plies < 1 or not 0 <= self.opening_margin <= 2:
             raise ValueError("opening_plies >= 0, max_plies >= 1 and 0 <= opening_margin <= 2")
+        if self.value not in VALUE_SCALES:
+            raise ValueError(f"the value scale is one of {', '.join(VALUE_SCALES)}, not {self.value!r}")
         if self.student_plies < 0 or (self.student is None) != (self.student_plies == 0):
             raise ValueError("a student model needs student_plies >= 1, and student_plies a student model")
 
@@ -200,7 +211,8 @@ class ChessTeacher:
     run resumes with identical labels.
     """
 
-    def __init__(self, command: str, hash_mb: int) -> None:
+    def __init__(self, command: str, hash_mb: int, use_wdl: bool = True) -> None:
+        self.use_wdl = use_wdl  # values from the WDL, else from the centipawn score
         self.process = UciProcess(command)
         self.name = self.process.start({"Threads": "1", "Hash": str(hash_mb)}, optional={"UCI_ShowWDL": "true"})
         self.multipv = 1
@@ -209,7 +221,8 @@ class ChessTeacher:
         self, board: chess.Board, go: str, multipv: int, searchmoves: Sequence[chess.Move] = ()
     ) -> tuple[dict[chess.Move, float], int]:
         """Each reported root move's value (W - L for the side to move) after ``go`` with
-        ``multipv`` lines, and the search's nodes."""
+        ``multipv`` lines, in the teacher's order (its best line first), and the search's
+        nodes."""
         self.process.new_game()
         if multipv != self.multipv:
             self.process.tell(f"setoption name MultiPV value {multipv}")
@@ -228,7 +241,7 @@ class ChessTeacher:
         values: dict[chess.Move, float] = {}
         for index in sorted(last):
             words = last[index]
-            values.setdefault(chess.Move.from_uci(words[words.index("pv") + 1]), line_value(words))
+            values.setdefault(chess.Move.from_uci(words[words.index("pv") + 1]), line_value(words, self.use_wdl))
         return values, nodes
 
     def close(self) -> None:
@@ -241,7 +254,9 @@ def label_position(
     """Every legal move of ``state`` with its value: (actions int32[n], values float32[n], nodes).
 
     One ``multipv`` search with as many lines as legal moves.  A move the teacher did not
-    report (it can happen at tiny limits) is searched on its own (``searchmoves``).
+    report (it can happen at tiny limits) is searched on its own (``searchmoves``).  The moves
+    come in the teacher's order, its best line first, so that the first of equal values is the
+    teacher's choice (the quickest mate among several, say).
     """
     board = state.board
     legal = list(board.legal_moves)
@@ -251,8 +266,8 @@ def label_position(
             alone, more = teacher.search(board, go, 1, [move])
             values[move] = alone[move]
             nodes += more
-    actions = np.array([game.move_to_action(state, move) for move in legal], dtype=np.int32)
-    return actions, np.array([values[move] for move in legal], dtype=np.float32), nodes
+    actions = np.array([game.move_to_action(state, move) for move in values], dtype=np.int32)
+    return actions, np.array(list(values.values()), dtype=np.float32), nodes
 
 
 def choose(values: np.ndarray, rng: np.random.Generator, temperature: float, margin: float | None) -> int:
@@ -307,7 +322,7 @@ def play_labelled_game(
     game = rules(config.game)
     assert isinstance(game, ChessGame)
     rng = np.random.default_rng([config.seed, index])
-    temperatures = [float(rng.choice(TEMPERATURES)) for _ in range(2)]
+    temperatures = [float(rng.choice(TEMPERATURES[config.value])) for _ in range(2)]
     handover = student_until(config, rng, student)
     record = LabelledGame(index, [], [], [], [])
     state = game.initial_state()
@@ -525,7 +540,7 @@ def open_teacher(config: LabelConfig) -> ChessTeacher | GtpProcess:
             raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
         return teacher
     try:
-        return ChessTeacher(config.teacher, config.hash_mb)
+        return ChessTeacher(config.teacher, config.hash_mb, use_wdl=config.value == "wdl")
     except EngineError as error:
         raise ValueError(f"cannot start the teacher {config.teacher!r}: {error}") from None
 

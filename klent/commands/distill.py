@@ -4,7 +4,8 @@
     klent distill label --game go9 --out data/go9 --positions 50000 --jobs 2     (GNU Go level 10)
     klent distill label --game go9 --out data/go9-student --student weights/go9.onnx --jobs 2
 
-Chess: every legal move of every stored position gets the teacher's value (W - L of its WDL).
+Chess: every legal move of every stored position gets the teacher's value, from its centipawn
+score (--value cp, tanh(cp / 543): the scale Ruoss et al. used) or its WDL as W - L (--value wdl).
 Go: the teacher's top moves with its move values, its move, the final result and ownership.
 With --student, a network plays the first plies after the opening of each game, so that the
 set holds the positions that network reaches (DAgger), labelled by the teacher.
@@ -44,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "of each game, so that the teacher labels the positions its mistakes lead to")
     label.add_argument("--student-plies", type=int, metavar="N",
                        help="with --student: its plies in a game, uniform in 0..N (default 40)")
+    label.add_argument("--value", choices=("cp", "wdl"),
+                       help="chess values from the teacher's centipawns or its WDL (default: cp for a new "
+                       "set, the set's own when extending one)")
     label.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -71,11 +75,14 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--student-plies needs --student and must be at least 1")
     if args.student is not None and not Path(args.student).is_file():
         raise CommandError(f"no student model {args.student!r}")
+    before = teacher.Manifest.read(Path(args.out))
+    if args.value is None:
+        args.value = "cp" if before is None else before.config.get("value", "wdl")
     config = teacher.LabelConfig(
         game=args.game, teacher=args.teacher, positions=args.positions,
         depth=None if args.nodes or not chess_game else (args.depth or 6), nodes=args.nodes, seed=args.seed,
         opening_plies=args.opening_plies, student=args.student,
-        student_plies=0 if args.student is None else (args.student_plies or 40),
+        student_plies=0 if args.student is None else (args.student_plies or 40), value=args.value,
     )
     started = time.monotonic()
     bar = tqdm(total=config.positions, unit="pos", dynamic_ncols=True, disable=args.no_progress)
@@ -90,7 +97,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{manifest.positions} positions, {manifest.games} games, {manifest.labels} labels, "
                   f"{per_second:.1f} positions/s this run", flush=True)
 
-    before = teacher.Manifest.read(Path(args.out))
     bar_start = 0 if before is None else before.positions
     bar.n = min(bar_start, config.positions)
     try:
