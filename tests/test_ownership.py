@@ -167,12 +167,13 @@ def test_validation_scores_the_ownership_and_score_predictions() -> None:
     """A model that predicts the true owner of every point but one per position, and a score
     two points off, scores (owned points - 1 per position) / owned points and 2.0."""
     from training.distill import LabelledSet, validation_metrics
+    from training.packed import PackedPlanes
 
     game, state = final_state()
     owner = np.array(OWNER_BY_HAND, dtype=np.int8).ravel()
     count = 3
     data = LabelledSet(
-        obs=np.zeros((count, *game.observation_shape), np.float16),
+        obs=PackedPlanes.from_array(np.zeros((count, *game.observation_shape), np.float32)),
         legal=np.stack([np.packbits(np.ones(game.num_actions, bool))] * count),
         label_start=np.arange(count + 1),
         action=np.zeros(count, np.int64),

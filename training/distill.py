@@ -3,7 +3,7 @@
 This is the `klent train --algo distill` algorithm, readable top to bottom:
 
 1. `LabelledSet.load` replays the games of a labelled set (`training.teacher`) once and keeps
-   each stored position's observation (float16) and its labels (ragged: legal action, value);
+   each stored position's observation (as bits, `training.packed`) and its labels (ragged: legal action, value);
    `LabelledSet.join` puts sets side by side (a teacher's games and the student's, say);
 2. `batches` walks the training positions in a fresh seeded permutation per epoch, so that
    iteration ``i`` of a run always sees the same positions and a resume is exact;
@@ -42,6 +42,7 @@ from training.fitting import Batch, Loss
 from training.klent import masked_log_policy
 from training.nets import NetOutputs
 from training.ownership import final_targets
+from training.packed import PackedPlanes
 from training.selfplay import GameSlots, Samples
 from training.settings import Float, Int, Str, section
 from training.teacher import LabelConfig, Manifest, read_shard, rules
@@ -65,7 +66,7 @@ class DistillConfig:
 class LabelledSet:
     """Positions of a labelled set ready to fit: observations and ragged labels."""
 
-    obs: np.ndarray  # float16[N, C, H, W]
+    obs: PackedPlanes  # N observations of [C, H, W]
     legal: np.ndarray  # uint8[N, ceil(A / 8)]: the legal actions, np.packbits
     label_start: np.ndarray  # int64[N + 1]
     action: np.ndarray  # int64[L]
@@ -88,7 +89,7 @@ class LabelledSet:
         config = LabelConfig(**manifest.config)
         if config.game != game.name:
             raise ValueError(f"{folder} holds {config.game} positions, not {game.name}")
-        obs = np.empty((manifest.positions, *game.observation_shape), dtype=np.float16)
+        obs = PackedPlanes.empty(manifest.positions, game.observation_shape)
         legal = np.empty((manifest.positions, (game.num_actions + 7) // 8), dtype=np.uint8)
         starts, actions, values, validation = [np.zeros(1, np.int64)], [], [], []
         owners, scores = [], []  # Go
@@ -103,7 +104,7 @@ class LabelledSet:
             for game_row, positions in by_game.items():
                 states = _states_at(replay, str(shard["game_moves"][game_row]), shard["ply"][positions])
                 for state in states:
-                    obs[row] = game.encode(state)
+                    obs.put(row, game.encode(state))
                     legal[row] = np.packbits(state.legal_mask())
                     row += 1
                 is_validation = config.is_validation(int(shard["game_index"][game_row]))
@@ -133,7 +134,7 @@ class LabelledSet:
                 values.append(shard["value"])
         bar.close()
         return cls(
-            obs=obs[:row],
+            obs=obs.take(row),
             legal=legal[:row],
             label_start=np.concatenate(starts),
             action=np.concatenate(actions) if actions else np.zeros(0, np.int64),
@@ -157,7 +158,7 @@ class LabelledSet:
         for part in parts:
             starts.append(part.label_start[1:] + starts[-1][-1])
         return cls(
-            obs=np.concatenate([part.obs for part in parts]),
+            obs=PackedPlanes.concatenate([part.obs for part in parts]),
             legal=np.concatenate([part.legal for part in parts]),
             label_start=np.concatenate(starts),
             action=np.concatenate([part.action for part in parts]),
@@ -254,7 +255,7 @@ def to_samples(
     return Samples(
         ownership=None if own is None else own[index].astype(np.float32),
         score=None if dataset.score is None else dataset.score[index],
-        obs=dataset.obs[index].astype(np.float32),
+        obs=dataset.obs[index],
         masks=masks,
         actions=best,
         policy=policy,
