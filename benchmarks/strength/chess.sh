@@ -12,7 +12,8 @@
 # OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
 # load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
 # (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
-# JOBS=2 plays two matches at a time, klent with one thread each.
+# JOBS=2 plays two matches at a time, klent with one thread each; CONCURRENCY=2 plays two games
+# of each match at a time (`klent match --concurrency`), likewise.
 # Each match's summary.json holds the win rate, its Wilson 95% interval, the distinct games,
 # the results per opening and both engines' seconds per move.
 #
@@ -29,6 +30,7 @@ MODEL=${MODEL:-weights/$GAME.onnx}
 NAME=${NAME:-$GAME}
 SETTINGS=${SETTINGS:-"reactive gumbel"}
 JOBS=${JOBS:-1}
+CONCURRENCY=${CONCURRENCY:-1}
 RESUME=${RESUME:-0}
 case $GAME in
   chess) OPENINGS=${OPENINGS:-benchmarks/openings/chess-50.txt}
@@ -55,12 +57,12 @@ play() {
     gumbel1s) play=(--option1 "SearchMode=gumbel"); time=1 ;;
     *) echo "a setting is reactive, gumbel or gumbel1s, not $mode" >&2; return 2 ;;
   esac
-  if [ "$JOBS" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
+  if [ "$JOBS" -gt 1 ] || [ "$CONCURRENCY" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
   out=runs/strength/$NAME-$mode-$opponent
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $mode vs $(basename "$OPPONENT") $opponent, $GAMES games -> $out"
   .venv/bin/klent match --game "$GAME" --games "$GAMES" --openings "$OPENINGS" --time-per-move "$time" \
-    --max-moves 300 --out "$out" $resume --engine1 ".venv/bin/klent uci --model $MODEL" "${play[@]}" \
+    --max-moves 300 --concurrency "$CONCURRENCY" --out "$out" $resume --engine1 ".venv/bin/klent uci --model $MODEL" "${play[@]}" \
     --engine2 "$OPPONENT" "${strength[@]}" --option2 "Threads=1" >> "$out.log" 2>&1
   echo "$mode vs $opponent: $(grep -E 'win rate|distinct' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }
