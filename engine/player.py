@@ -321,6 +321,15 @@ class Player:
             self._td_search(options.mode)  # a game or weights it cannot play are refused now
             warm_up_td()
 
+    @property
+    def value_scale(self) -> str:
+        """What the model's values in [-1, 1] measure: "outcome" (an expected result, W - L:
+        self-play, or a teacher's WDL) or "centipawns" (a teacher's centipawn score squashed,
+        tanh(cp / 543): chess distilled with ``klent distill label --value cp``), as its
+        training info says.  A protocol that shows centipawns converts back by it."""
+        info = getattr(self.evaluator, "info", None)
+        return str(info.training.get("value_scale", "outcome")) if info is not None else "outcome"
+
     @classmethod
     def load(
         cls,

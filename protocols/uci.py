@@ -44,7 +44,8 @@ How a ``go`` is searched (all through `engine.player.Player.decide` and ``analys
   (`engine.player.PlayOptions.candidates`).
 
 Scores: the value v in [-1, 1] of a move (its searched Q) becomes centipawns through
-`centipawns` (Leela's monotone map: a one-pawn advantage is v = 0.47) and, with
+`centipawns` (read back exactly from a model distilled on centipawns, else Leela's monotone
+map: a one-pawn advantage is v = 0.47) and, with
 ``UCI_ShowWDL``, a win/draw/loss estimate through `wdl`.  A PV that ends in checkmate is
 reported as ``score mate N`` (N moves, negative when the side to move is mated).
 ``info depth`` is the PV length in plies and ``seldepth`` the depth of the search tree.  The
@@ -77,6 +78,7 @@ from engine.player import (
     default_threads,
     model_path_for,
 )
+from protocols.uci_value import value_centipawns
 
 DEFAULT_SIMULATIONS = 800  # a `go` without any limit
 MAX_SIMULATIONS = 10_000_000  # the largest Simulations setting
@@ -161,15 +163,19 @@ def uci_options(model: str, precision: str = "float32") -> list[UciOption]:
     ]
 
 
-def centipawns(value: float) -> int:
-    """Centipawns of a value in [-1, 1] from the side to move's view.
+def centipawns(value: float, scale: str = "outcome") -> int:
+    """Centipawns of a value in [-1, 1] from the side to move's view, on the model's value
+    ``scale`` (`engine.player.Player.value_scale`).
 
-    cp = 111.714640912 * tan(1.5620688421 * v), the mapping Leela Chess Zero used for its
-    value head: strictly increasing on [-1, 1] (1.562 < pi/2), odd, 100 cp (a pawn) at
-    v = 0.47, 36 cp at v = 0.2, reaching +-12 800 at v = +-1 (the result is clamped there).
+    "centipawns": the model learnt a teacher's centipawns squashed, so they are read back
+    exactly (`protocols.uci_value.value_centipawns`).  An expected outcome ("outcome") has no
+    centipawns of its own; it goes through cp = 111.714640912 * tan(1.5620688421 * v), the
+    mapping Leela Chess Zero used for its value head: strictly increasing on [-1, 1] (1.562 <
+    pi/2), odd, 100 cp (a pawn) at v = 0.47, 36 cp at v = 0.2, reaching +-12 800 at v = +-1.
+    Either is clamped to +-12 800.
     """
     v = min(1.0, max(-1.0, float(value)))
-    cp = 111.714640912 * math.tan(1.5620688421 * v)
+    cp = value_centipawns(v) if scale == "centipawns" else 111.714640912 * math.tan(1.5620688421 * v)
     return int(round(min(MAX_CENTIPAWNS, max(-MAX_CENTIPAWNS, cp))))
 
 
@@ -646,7 +652,7 @@ class UciEngine:
         nodes = job.simulations
         for rank, line in enumerate(decision.top_moves, start=1):
             mate = _mate_in(line)
-            score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q)}"
+            score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q, job.player.value_scale)}"
             if job.show_wdl:
                 score += " wdl {} {} {}".format(*wdl(line.q))
             self._send(

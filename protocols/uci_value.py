@@ -64,6 +64,12 @@ def centipawn_value(centipawns: float) -> float:
     return math.tanh(centipawns / (2 * CENTIPAWN_SCALE))
 
 
+def value_centipawns(value: float) -> float:
+    """The centipawns of a value on the `centipawn_value` scale (its inverse; +-inf at +-1)."""
+    v = min(1.0, max(-1.0, float(value)))
+    return math.inf if v == 1.0 else -math.inf if v == -1.0 else 2 * CENTIPAWN_SCALE * math.atanh(v)
+
+
 def score_value(mate: int | None, centipawns: int, wdl: tuple[int, int, int] | None) -> float:
     """W - L in [-1, 1]: a mate score is exactly +-1 (Stockfish's WDL is then 1000/0/0 anyway);
     else the engine's WDL in permille; without WDL the centipawn score (`centipawn_value`).

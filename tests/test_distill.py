@@ -235,6 +235,19 @@ def test_several_labelled_sets_are_fitted_as_one_each_keeping_its_split(labelled
         Distill.load(DistillConfig(data=" , "), game, 0, 0, 1, progress=False)
 
 
+def test_a_model_distilled_on_centipawns_says_so_and_scales_are_not_mixed(
+    labelled: Path, tmp_path: Path, stockfish_path: str
+) -> None:
+    game = engine.games.get("chess")
+    teacher.label(small_config(stockfish_path, positions=40, value="cp"), tmp_path / "cp")
+    on_centipawns = Distill.load(DistillConfig(data=str(tmp_path / "cp")), game, 0, 0, 1, progress=False)
+    assert on_centipawns.provenance()["value_scale"] == "centipawns"
+    on_outcomes = Distill.load(DistillConfig(data=str(labelled)), game, 0, 0, 1, progress=False)
+    assert on_outcomes.provenance()["value_scale"] == "outcome"
+    with pytest.raises(ValueError, match="different scales"):
+        Distill.load(DistillConfig(data=f"{labelled},{tmp_path / 'cp'}"), game, 0, 0, 1, progress=False)
+
+
 def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_untrained_net(labelled: Path) -> None:
     game = engine.games.get("chess")
     data = LabelledSet.load(labelled, game, progress=False)

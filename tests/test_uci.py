@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import queue
 import shlex
 import subprocess
@@ -158,6 +159,43 @@ def test_centipawns_is_monotone_odd_and_capped() -> None:
     assert centipawns(0.0) == 0 and centipawns(0.5) == -centipawns(-0.5) > 0
     assert 95 <= centipawns(0.47) <= 105  # a pawn
     assert centipawns(1.0) == centipawns(2.0) == 12_800
+
+
+def test_a_centipawn_trained_models_values_read_back_as_its_centipawns() -> None:
+    for cp in (-900, -35, 0, 120, 500):
+        assert centipawns(2 / (1 + math.exp(-0.00368208 * cp)) - 1, "centipawns") == cp
+    assert centipawns(1.0, "centipawns") == centipawns(2.0, "centipawns") == 12_800
+    assert centipawns(0.18, "centipawns") > 3 * centipawns(0.18)  # Leela's map reads 0.18 as ~34 cp
+
+
+def test_uci_reports_centipawns_on_the_models_own_scale(tmp_path) -> None:
+    """The same network exported twice, once saying it learnt centipawns: the scores of one
+    search, read back to values through each model's own map, agree."""
+    import torch
+
+    import engine.games
+    from training.export import export_onnx
+    from training.nets import NetConfig, build_net
+
+    torch.manual_seed(0)
+    game = engine.games.get("chess")
+    net = build_net(game, NetConfig(blocks=1, channels=8)).eval()
+    reads = {}
+    for scale in ("outcome", "centipawns"):
+        path = tmp_path / f"{scale}.onnx"
+        export_onnx(net, game, path, training_info={"algorithm": "untrained", "value_scale": scale})
+        uci = chess.engine.SimpleEngine.popen_uci([sys.executable, "-m", "klent", "uci", "--model", str(path)])
+        try:
+            uci.configure({"SearchMode": "reactive"})
+            infos = uci.analyse(START, chess.engine.Limit(nodes=1), multipv=5)
+        finally:
+            uci.quit()
+        reads[scale] = {info["pv"][0]: info["score"].relative.score() for info in infos}
+    assert reads["outcome"].keys() == reads["centipawns"].keys() and len(reads["outcome"]) == 5
+    assert len(set(reads["centipawns"].values())) > 1
+    for move, leela_cp in reads["outcome"].items():
+        value = math.atan(leela_cp / 111.714640912) / 1.5620688421
+        assert reads["centipawns"][move] == pytest.approx(2 / 0.00368208 * math.atanh(value), abs=3), move
 
 
 def test_wdl_sums_to_1000_and_follows_the_value() -> None:

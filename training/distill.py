@@ -75,6 +75,7 @@ class LabelledSet:
     description: str = ""  # teacher, limits and size, for model provenance
     ownership: np.ndarray | None = None  # Go: int8[N, points], final owners from the mover's view
     score: np.ndarray | None = None  # Go: float32[N], final score in points from the mover's view
+    value_scale: str = "outcome"  # what the values measure: "centipawns" for chess labelled with --value cp
 
     def __len__(self) -> int:
         return len(self.obs)
@@ -142,6 +143,7 @@ class LabelledSet:
             validation=np.array(validation, dtype=bool),
             ownership=np.array(owners, dtype=np.int8) if owners else None,
             score=np.array(scores, dtype=np.float32) if owners else None,
+            value_scale="centipawns" if config.game == "chess" and config.value == "cp" else "outcome",
             description=f"{manifest.teacher_name}, {config.game}, "
             + (f"depth {config.depth}" if config.depth else f"nodes {config.nodes}" if config.nodes else "own level")
             + f", {manifest.positions} positions from {manifest.games} games",
@@ -154,6 +156,9 @@ class LabelledSet:
         game)."""
         if len(parts) == 1:
             return parts[0]
+        if len({part.value_scale for part in parts}) > 1:
+            raise ValueError("these labelled sets value moves on different scales (centipawns and outcomes): "
+                             "fit them apart")
         starts = [np.zeros(1, np.int64)]
         for part in parts:
             starts.append(part.label_start[1:] + starts[-1][-1])
@@ -167,6 +172,7 @@ class LabelledSet:
             ownership=None if parts[0].ownership is None else np.concatenate([p.ownership for p in parts]),
             score=None if parts[0].score is None else np.concatenate([p.score for p in parts]),
             description="; ".join(part.description for part in parts),
+            value_scale=parts[0].value_scale,
         )
 
     def labels(self, index: int) -> tuple[np.ndarray, np.ndarray]:
@@ -401,4 +407,5 @@ class Distill:
         return validation_metrics(model, self.labelled, self.num_actions, device)
 
     def provenance(self) -> dict[str, str]:
-        return {"algorithm": "distill", "labels": self.labelled.description}  # where the knowledge came from
+        # where the knowledge came from, and what its values measure (`Player.value_scale`)
+        return {"algorithm": "distill", "labels": self.labelled.description, "value_scale": self.labelled.value_scale}
