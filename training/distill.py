@@ -3,7 +3,8 @@
 This is the `klent train --algo distill` algorithm, readable top to bottom:
 
 1. `LabelledSet.load` replays the games of a labelled set (`training.teacher`) once and keeps
-   each stored position's observation (as bits, `training.packed`) and its labels (ragged: legal action, value);
+   each stored position's observation (as bits, `training.packed`) and its labels (ragged:
+   legal action, value);
    `LabelledSet.join` puts sets side by side (a teacher's games and the student's, say);
 2. `batches` walks the training positions in a fresh seeded permutation per epoch, so that
    iteration ``i`` of a run always sees the same positions and a resume is exact;

@@ -6,7 +6,7 @@ Almost every plane is 0/1 (pieces, repetitions, castling rights); the few that a
 move counter, Go's komi) are scalars spread over a plane.  `PackedPlanes` keeps every plane as
 bits and, beside them, the exact float16 values of the planes found to hold anything but 0 and
 1 -- found while filling, since a plane can be 0/1 in the first positions and not later (the
-move counter is 0 at the start).  Chess then costs 1.1 kB a position, a 14th.  Reading gives
+move counter is 0 at the start).  Chess then costs 1.2 kB a position, a 13th.  Reading gives
 back exactly the observations put in (to float16 precision on the non-binary planes, as before).
 """
 
