@@ -15,8 +15,9 @@ Chess, with a UCI teacher (Stockfish):
   at a temperature from `TEMPERATURES` (0 = always the best move).  This is the "teacher
   against itself at mixed strengths" of the issue with the teacher's own notion of a mistake.
   A game ends by the rules, at ``max_plies``, or once the teacher has called it decided
-  (|W - L| >= 0.95) for ``decided_plies`` plies running -- long enough to keep the technique
-  of converting a won position, short of shuffling in a dead one.
+  (the best move's value >= 0.95 or <= -0.95: about +-3 pawns on the WDL scale, +-10 on the
+  centipawn one) for ``decided_plies`` plies running -- long enough to keep the technique of
+  converting a won position, short of shuffling in a dead one.
 * **Labels**: each legal move's value from the mover's view in [-1, 1] (a mate score is +-1),
   in the teacher's order (its best line first); the best move; the state value (the best
   move's value).  ``value = "cp"`` reads the value from the centipawn score, tanh(cp / 543)
