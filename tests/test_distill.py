@@ -59,9 +59,8 @@ def test_labels_equal_a_direct_stockfish_query(stockfish_path: str, scale: str) 
             board = chess.Board(fen)
             infos = direct.analyse(board, chess.engine.Limit(depth=5), multipv=board.legal_moves.count(), game=object())
             if scale == "wdl":
-                expected = {info["pv"][0]: info["wdl"].pov(board.turn).wins - info["wdl"].pov(board.turn).losses
-                            for info in infos}
-                expected = {move: wl / 1000 for move, wl in expected.items()}
+                expected = {info["pv"][0]: (wdl.wins - wdl.losses) / 1000
+                            for info in infos for wdl in [info["wdl"].pov(board.turn)]}
             else:  # lichess's win probability sigmoid(0.00368208 cp), as 2p - 1
                 expected = {info["pv"][0]: 2 / (1 + math.exp(-0.00368208 * info["score"].pov(board.turn).score()))
                             - 1 for info in infos}

@@ -20,7 +20,7 @@ def _random_walk(name: str, plies: int, seed: int) -> list[np.ndarray]:
     return observations
 
 
-def test_chess_and_go_observations_come_back_exactly_and_fourteen_times_smaller() -> None:
+def test_chess_and_go_observations_come_back_exactly_and_chess_twelve_times_smaller() -> None:
     for name in ("chess", "go9"):
         observations = np.stack(_random_walk(name, 60, seed=1))
         packed = PackedPlanes.from_array(observations)

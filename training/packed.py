@@ -45,6 +45,11 @@ class PackedPlanes:
         return len(self.bits)
 
     @property
+    def _size(self) -> int:
+        """Values in one observation."""
+        return int(np.prod(self.shape))
+
+    @property
     def _plane_size(self) -> int:
         return int(np.prod(self.shape[1:]))
 
@@ -63,16 +68,15 @@ class PackedPlanes:
         (which are exact there: the plane was 0/1 in them)."""
         values = np.zeros((len(self), self._plane_size), dtype=np.float16)
         start, end = plane * self._plane_size, (plane + 1) * self._plane_size
-        total = int(np.prod(self.shape))
         for first in range(0, rows, _CHUNK):
             last = min(first + _CHUNK, rows)
-            values[first:last] = np.unpackbits(self.bits[first:last], axis=1, count=total)[:, start:end]
+            values[first:last] = np.unpackbits(self.bits[first:last], axis=1, count=self._size)[:, start:end]
         return values
 
     def __getitem__(self, index: np.ndarray) -> np.ndarray:
         """The observations of rows ``index`` as float32 [n, C, H, W]."""
         rows = self.bits[index]
-        out = np.unpackbits(rows, axis=1, count=int(np.prod(self.shape))).astype(np.float32)
+        out = np.unpackbits(rows, axis=1, count=self._size).astype(np.float32)
         out = out.reshape(len(rows), self.shape[0], -1)
         for plane, values in self.exact.items():
             out[:, plane] = values[index]
