@@ -16,19 +16,18 @@ Rules of the arena:
 * An illegal or unreadable move, a crash, a protocol failure, or a move slower than the time
   per move plus ``grace`` loses the game for the engine at fault.  ``resign`` loses.
 * Each engine gets ``time_settings 0 T 1`` (T seconds per move, Canadian byo-yomi of one stone)
-  and a ``time_left`` before each move; chess engines get ``go movetime`` (python-chess
-  ``Limit(time=T)``).  A crashed engine is restarted for the next game.
+  and a ``time_left`` before each move; UCI engines get ``go movetime``.  A crashed engine is
+  restarted for the next game.
 * A UCI engine may be given a search limit of its own instead (``uci_go``: ``depth 2``,
   ``nodes 400``): a fixed-depth or fixed-node opponent plays the same strength however loaded
   the machine is, which a time per move does not (the anchor of `training.anchor` relies on
   it).  The time per move then only bounds how long such a move may take.
-* Chess results come from the rules (python-chess, draws by threefold repetition and the
-  50-move rule claimed); a game reaching the move cap is adjudicated a draw.
-* Gardner chess and Animal Shogi are Fairy-Stockfish's variants ``gardner`` and ``dobutsu``:
-  both engines are set to the variant (``setoption name UCI_Variant``, an engine that does
-  not offer it cannot play), and our rules (`engine.games.gardner`, `engine.games.animal_shogi`,
-  with the draws Fairy-Stockfish leaves to the arbiter: repetition, the fifty-move rule, the
-  move cap) judge every move and end the game.  The records are PGN with the moves in UCI text.
+* UCI games: our rules (`engine.games`) judge every move and end the game, with the draws an
+  engine leaves to the arbiter (threefold repetition and the fifty-move rule claimed, the move
+  cap, counted from the end of the opening, adjudicated).  Gardner chess and Animal Shogi are
+  Fairy-Stockfish's variants ``gardner`` and ``dobutsu``: both engines are set to the variant
+  (``setoption name UCI_Variant``; an engine that does not offer it cannot play).  The records
+  are PGN: in SAN for chess (python-chess), with the moves in UCI text for the variants.
 
 Two engines that choose their moves deterministically replay the same game whenever they meet
 with the same colours, and a Wilson interval over such repeats claims more than the games show.
@@ -46,19 +45,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import engine.games
 from engine.files import write_text_atomically
 from engine.games.base import GameFormatError, IllegalMoveError, State
 from engine.games.board_games import PieceState
+from engine.games.chess import ChessGame, ChessState
 from engine.games.go import GoGame
 from engine.games.sgf import write_sgf
 from protocols.engine_process import (
@@ -73,11 +72,6 @@ from protocols.engine_process import (
 from protocols.go_text import score_points
 from protocols.match_stats import MatchSummary
 from protocols.uci import uci_variant
-
-if TYPE_CHECKING:
-    import chess.engine
-
-    from engine.games.chess import ChessState
 
 DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set
 E = TypeVar("E", bound=EngineProcess)
@@ -199,7 +193,7 @@ def run_match(
     results = list(previous or [])
     done = {result.game for result in results}
     todo = iter([index for index in range(config.games) if index + 1 not in done])
-    arenas: list[_ChessArena | _VariantArena | _GoArena] = []
+    arenas: list[_UciArena | _GoArena] = []
     try:  # each may refuse an engine, before anything is written
         for _ in range(min(concurrency, config.games - len(done))):
             arenas.append(_arena(config))
@@ -213,7 +207,7 @@ def run_match(
     lock = threading.Lock()
     failed = threading.Event()  # a worker's error stops the others after their current game
 
-    def worker(play: _ChessArena | _VariantArena | _GoArena) -> None:
+    def worker(play: _UciArena | _GoArena) -> None:
         try:
             while not failed.is_set():
                 with lock:
@@ -246,12 +240,10 @@ def run_match(
     return summarise(results), results
 
 
-def _arena(config: MatchConfig) -> _ChessArena | _VariantArena | _GoArena:
+def _arena(config: MatchConfig) -> _UciArena | _GoArena:
     """The arena of ``config``'s game, with engines of its own."""
-    if config.game == "chess":
-        return _ChessArena(config)
     if uci_variant(config.game) is not None:
-        return _VariantArena(config)
+        return _UciArena(config)
     return _GoArena(config)
 
 
@@ -430,15 +422,13 @@ def opening_state(game: str, opening: str) -> State:
     return state
 
 
-def chess_opening(opening: str) -> ChessState:
+def chess_opening(opening: str, max_moves: int | None = None) -> ChessState:
     """The chess position of an opening line: a FEN (or an EPD's four fields), then optionally
-    `` moves `` and the moves in UCI or SAN."""
-    from engine.games.chess import ChessGame
-
+    `` moves `` and the moves in UCI or SAN; ``max_moves`` caps the game from the FEN on."""
     fen, _, moves = opening.partition(" moves ")
     fields = fen.split()
     fen = " ".join(fields[:4] + ["0", "1"]) if len(fields) == 4 else fen  # EPD: no counters
-    return ChessGame(max_moves=None).from_fen(fen, moves.split())
+    return ChessGame(max_moves=max_moves).from_fen(fen, moves.split())
 
 
 def distinct_games(results: list[GameResult]) -> int:
@@ -641,22 +631,22 @@ def _short(error: Exception) -> str:
     return str(error).splitlines()[0][:200]
 
 
-# --- Fairy-Stockfish's variants ---------------------------------------------------------------
+# --- UCI games: chess, Gardner chess, Animal Shogi -------------------------------------------
 
 
-class _VariantArena(_ProcessArena[UciProcess]):
-    """Two UCI engines playing Gardner chess or Animal Shogi, which python-chess has no rules
-    for: our rules judge the moves, and each engine is told the whole game at every move
-    (``position startpos moves ...``, then ``go movetime``)."""
+class _UciArena(_ProcessArena[UciProcess]):
+    """Two UCI engines playing chess or one of Fairy-Stockfish's variants (each engine set to
+    it by ``UCI_Variant``): our rules judge every move and end the game (chess with draws by
+    threefold repetition and the fifty-move rule claimed, as an arbiter would), and each engine
+    is told the whole game at every move (``position ... moves ...``, then ``go``).  The move
+    cap counts the moves played after the opening."""
 
     def __init__(self, config: MatchConfig) -> None:
+        if uci_variant(config.game) is None:
+            raise ValueError(f"{config.game!r} is no UCI game")
+        # Fairy-Stockfish's variant; chess engines play chess without being told (None)
+        self.variant = None if config.game == "chess" else uci_variant(config.game)
         super().__init__(config)
-        caps = {} if config.max_moves is None else {"max_moves": config.max_moves}
-        self.rules = engine.games.get(config.game, **caps)
-        variant = uci_variant(config.game)
-        if variant is None:
-            raise ValueError(f"{config.game!r} is no UCI variant")
-        self.variant = variant
         self.move_time = config.time_per_move or 1.0
         self.names = [f"engine{who + 1}" for who in (0, 1)]
         for who in (0, 1):
@@ -668,12 +658,34 @@ class _VariantArena(_ProcessArena[UciProcess]):
 
     def _start(self, who: int) -> UciProcess:
         process = UciProcess(self.config.engines[who], stderr=self.logs[who])
+        variant = {} if self.variant is None else {"UCI_Variant": self.variant}
         try:
-            self.names[who] = process.start({**self.config.uci_options[who], "UCI_Variant": self.variant})
+            self.names[who] = process.start({**self.config.uci_options[who], **variant})
         except EngineError:
             process.close(timeout=1.0)
             raise
         return process
+
+    def _start_position(self, opening: str | None) -> tuple[PieceState, str, list[str]]:
+        """The state after ``opening`` (its move cap counting from there), the ``position``
+        command's start (``startpos`` or ``fen ...``) and the opening's moves."""
+        if opening is not None and self.variant is None:  # chess: a FEN, then maybe moves
+            played = opening.partition(" moves ")[2].split()
+            position = chess_opening(opening, **self._cap(len(played)))
+            return position, f"fen {position.board.root().fen()}", played
+        played = [] if opening is None else opening.split()
+        rules = engine.games.get(self.config.game, **self._cap(len(played)))
+        state = rules.initial_state()
+        for text in played:
+            state = state.play(rules.text_to_action(state, text))
+        assert isinstance(state, PieceState)
+        return state, "startpos", played
+
+    def _cap(self, opening_moves: int) -> dict[str, int]:
+        """The rules' move cap for a game whose opening has ``opening_moves`` moves (none
+        given: the game's own)."""
+        limit = self.config.max_moves
+        return {} if limit is None else {"max_moves": limit + opening_moves}
 
     def game(self, index: int) -> GameResult:
         config = self.config
@@ -681,22 +693,18 @@ class _VariantArena(_ProcessArena[UciProcess]):
         seat = (first, 1 - first)  # seat[colour] = engine index; colour 0 moves first
         clock = _Clock()
         opening = config.opening(index)
-        moves = [] if opening is None else opening[1].split()
-        state = self.rules.initial_state()
-        for text in moves:
-            state = state.play(self.rules.text_to_action(state, text))
+        state: State
+        state, start, moves = self._start_position(None if opening is None else opening[1])
 
         def finish(winner: int | None, reason: str) -> GameResult:
             result = "1/2-1/2" if winner is None else "1-0" if winner == seat[0] else "0-1"
-            tags = {"Event": "klent match", "Round": str(index + 1), "Variant": self.variant,
-                    "White": self.names[seat[0]], "Black": self.names[seat[1]], "Result": result,
-                    "Termination": reason}
-            numbered = (f"{i // 2 + 1}. {move}" if i % 2 == 0 else move for i, move in enumerate(moves))
+            tags = {"Event": "klent match", "Round": str(index + 1), "White": self.names[seat[0]],
+                    "Black": self.names[seat[1]], "Result": result, "Termination": reason}
             name = f"game-{index + 1:03d}.pgn"
-            text = "".join('[{} "{}"]\n'.format(tag, str(value).replace('"', "'")) for tag, value in tags.items())
-            write_text_atomically(config.out / name, f"{text}\n{' '.join([*numbered, result])}\n")
+            write_text_atomically(config.out / name, self._record(state, moves, tags))
+            digest = game_digest(first, moves if start == "startpos" else [start, *moves])
             return GameResult(index + 1, first, winner, reason, result, len(moves), name, clock.per_move(),
-                              game_digest(first, moves), None if opening is None else opening[0])
+                              digest, None if opening is None else opening[0])
 
         for who in (0, 1):
             try:
@@ -707,16 +715,16 @@ class _VariantArena(_ProcessArena[UciProcess]):
         go = [f"go {limit or f'movetime {round(self.move_time * 1000)}'}" for limit in config.uci_go]
         while not state.is_terminal:
             who = seat[state.to_play]
-            start = time.monotonic()
+            begun = time.monotonic()
             try:
-                position = "position startpos" + (" moves " + " ".join(moves) if moves else "")
+                position = f"position {start}" + (" moves " + " ".join(moves) if moves else "")
                 reply = self._engine(who).best_move(position, go[who], timeout=config.move_timeout(who))
             except EngineError as error:
                 self._drop(who)
                 return finish(1 - who, "timeout" if isinstance(error, EngineTimeout) else "crash")
-            clock.add(who, time.monotonic() - start)
+            clock.add(who, time.monotonic() - begun)
             try:
-                state = state.play(self.rules.text_to_action(state, reply))
+                state = state.play(state.game.text_to_action(state, reply))
             except (GameFormatError, IllegalMoveError):
                 return finish(1 - who, f"illegal move {reply!r}")
             moves.append(reply)
@@ -726,134 +734,19 @@ class _VariantArena(_ProcessArena[UciProcess]):
         reason = "move cap (adjudicated draw)" if state.is_truncated else str(state.termination).replace("_", " ")
         return finish(winner, reason)
 
+    def _record(self, state: State, moves: list[str], tags: dict[str, str]) -> str:
+        """The game as PGN: python-chess's for chess (moves in SAN, a ``FEN`` tag for a set-up
+        start), else the moves in UCI text under a ``Variant`` tag."""
+        if isinstance(state, ChessState):
+            import chess.pgn
 
-# --- chess ------------------------------------------------------------------------------------
-
-
-class _ChessArena:
-    """Two UCI engines through python-chess."""
-
-    def __init__(self, config: MatchConfig) -> None:
-        self.config = config
-        self.move_time = config.time_per_move or 1.0
-        self.engines: list[chess.engine.SimpleEngine | None] = [None, None]
-        for who in (0, 1):
-            if config.uci_options[who]:
-                self._engine(who)  # a wrong option name fails here, before any game
-        self.names = [self._name(i) for i in (0, 1)]
-
-    def _engine(self, who: int) -> chess.engine.SimpleEngine:
-        import shlex
-
-        import chess.engine
-
-        process = self.engines[who]
-        if process is None:
-            process = chess.engine.SimpleEngine.popen_uci(
-                shlex.split(self.config.engines[who]), timeout=max(30.0, self.config.grace),
-                stderr=open(os.devnull, "w"),
-            )
-            try:
-                process.configure(self.config.uci_options[who])
-            except chess.engine.EngineError as error:
-                process.close()
-                raise EngineError(f"engine {who + 1}: {error}") from None
-            self.engines[who] = process
-        return process
-
-    def _limit(self, who: int) -> chess.engine.Limit:
-        """python-chess's form of engine ``who``'s search limit (`MatchConfig.uci_go`)."""
-        import chess.engine
-
-        limits = go_limits(self.config.uci_go[who])
-        if not limits:
-            return chess.engine.Limit(time=self.move_time)
-        movetime = limits.get("movetime")
-        return chess.engine.Limit(depth=limits.get("depth"), nodes=limits.get("nodes"),
-                                  time=None if movetime is None else movetime / 1000)
-
-    def _name(self, who: int) -> str:
-        try:
-            return str(self._engine(who).id.get("name", f"engine{who + 1}"))
-        except Exception:  # noqa: BLE001 - any start-up failure is reported per game
-            return f"engine{who + 1}"
-
-    def _drop(self, who: int) -> None:
-        process = self.engines[who]
-        self.engines[who] = None
-        if process is not None:
-            try:
-                process.close()
-            except Exception:  # noqa: BLE001 - the engine is being discarded anyway
-                pass
-
-    def close(self) -> None:
-        for who in (0, 1):
-            self._drop(who)
-
-    def game(self, index: int) -> GameResult:
-        import chess
-        import chess.engine
-        import chess.pgn
-
-        config = self.config
-        first = index % 2
-        seat = (first, 1 - first)  # seat[0] plays White
-        opening = config.opening(index)
-        board = chess.Board() if opening is None else chess_opening(opening[1]).board
-        clock = _Clock()
-        cap = None if config.max_moves is None else config.max_moves + len(board.move_stack)
-
-        def finish(winner: int | None, reason: str) -> GameResult:
-            result = "1/2-1/2" if winner is None else ("1-0" if winner == seat[0] else "0-1")
-            game = chess.pgn.Game.from_board(board)
-            game.headers.update(
-                Event="klent match", Round=str(index + 1), White=self.names[seat[0]],
-                Black=self.names[seat[1]], Result=result, Termination=reason,
-            )
-            name = f"game-{index + 1:03d}.pgn"
-            write_text_atomically(config.out / name, str(game) + "\n")
-            start = "" if opening is None else f"{opening[1]} / "
-            digest = game_digest(first, [start + " ".join(move.uci() for move in board.move_stack)])
-            return GameResult(index + 1, first, winner, reason, result, board.ply(), name,
-                              clock.per_move(), digest, None if opening is None else opening[0])
-
-        for who in (0, 1):
-            try:
-                self._engine(who).ping()
-            except Exception as error:  # noqa: BLE001 - a dead engine forfeits
-                self._drop(who)
-                return finish(1 - who, f"engine{who + 1} failed to start: {_short(error)}")
-        while True:
-            outcome = board.outcome(claim_draw=True)
-            if outcome is not None:
-                winner = None if outcome.winner is None else seat[0] if outcome.winner == chess.WHITE else seat[1]
-                return finish(winner, outcome.termination.name.lower().replace("_", " "))
-            if cap is not None and len(board.move_stack) >= cap:
-                return finish(None, "move cap (adjudicated draw)")
-            colour = 0 if board.turn == chess.WHITE else 1
-            who = seat[colour]
-            start = time.monotonic()
-            try:
-                played = self._engine(who).play(board, self._limit(who))
-            except chess.engine.EngineTerminatedError:
-                self._drop(who)
-                return finish(1 - who, "crash")
-            except TimeoutError:
-                self._drop(who)
-                return finish(1 - who, "timeout")
-            except chess.engine.EngineError as error:
-                self._drop(who)
-                return finish(1 - who, f"engine error: {_short(error)}")
-            elapsed = time.monotonic() - start
-            clock.add(who, elapsed)
-            if elapsed > config.move_timeout(who):
-                return finish(1 - who, f"time: {elapsed:.2f}s for one move")
-            if played.resigned:
-                return finish(1 - who, "resignation")
-            if played.move is None or played.move not in board.legal_moves:
-                return finish(1 - who, f"illegal move {played.move}")
-            board.push(played.move)
+            game = chess.pgn.Game.from_board(state.board)
+            game.headers.update(tags)
+            return str(game) + "\n"
+        tags = {"Variant": str(self.variant), **tags}
+        numbered = (f"{i // 2 + 1}. {move}" if i % 2 == 0 else move for i, move in enumerate(moves))
+        text = "".join('[{} "{}"]\n'.format(tag, str(value).replace('"', "'")) for tag, value in tags.items())
+        return f"{text}\n{' '.join([*numbered, tags['Result']])}\n"
 
 
 def format_result_line(result: GameResult, names: list[str]) -> str:
