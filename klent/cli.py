@@ -42,6 +42,24 @@ def find_program(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path="/usr/games")
 
 
+def add_rescale_floor(parser: argparse.ArgumentParser, default: str) -> None:
+    """``--rescale-floor``, for the commands that play by Gumbel search (`klent gtp`, `klent uci`):
+    ``PlayOptions.rescale_floor``, checked by argparse so that a bad value is a one-line error."""
+
+    def floor(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not 0 < value <= 2:
+            raise argparse.ArgumentTypeError(f"{text} is not within (0, 2]")
+        return value
+
+    parser.add_argument("--rescale-floor", type=floor, default=None,
+                        help="search: the smallest span of a node's values that the search's min-max rescaling "
+                        f"divides by, in (0, 2]; 1e-8 is mctx's (default: {default})")
+
+
 def _top_level_help() -> str:
     width = max(len(name) for name in COMMANDS)
     lines = [f"usage: klent <command> [options]   (klent {__version__})", "", "commands:"]

@@ -306,8 +306,10 @@ class UciEngine:
 
     def __init__(self, output: TextIO, model: str | Path | None = None,
                  name: str = "klent", author: str = "the klent authors",
-                 weights_dir: str | Path = DEFAULT_WEIGHTS_DIR, precision: str = "float32") -> None:
+                 weights_dir: str | Path = DEFAULT_WEIGHTS_DIR, precision: str = "float32",
+                 rescale_floor: float | None = None) -> None:
         self.output = output
+        self.rescale_floor = rescale_floor  # the search's (`PlayOptions.rescale_floor`); None: the game's default
         self.name = name
         self.author = author
         self.weights_dir = weights_dir
@@ -504,6 +506,7 @@ class UciEngine:
             candidates=tuple(go.searchmoves),
             ponder=bool(values["ponder"]),
             memory=int(values["hash"]) * 2**20,
+            rescale_floor=self.rescale_floor,
         )
         caps = [cap for cap in (go.nodes, int(values["simulations"]) or None) if cap is not None]
         clock, increment = (go.wtime, go.winc) if state.to_play == 0 else (go.btime, go.binc)

@@ -230,5 +230,8 @@ def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_ga
     assert player.decide(PlayOptions(simulations=800, go_rules=False)).move == policy.move
     with pytest.raises(ValueError, match="rescale_floor must be within"):
         PlayOptions(rescale_floor=0.0)
-    assert klent_main(["gtp", "--rescale-floor", "3"]) == 2
-    assert "--rescale-floor must be within (0, 2]" in capsys.readouterr().err
+    for command in ("gtp", "uci"):  # argparse refuses it: usage, then one line that names it
+        with pytest.raises(SystemExit) as refused:
+            klent_main([command, "--rescale-floor", "3"])
+        assert refused.value.code == 2
+        assert "argument --rescale-floor: 3 is not within (0, 2]" in capsys.readouterr().err

@@ -198,6 +198,32 @@ def test_uci_reports_centipawns_on_the_models_own_scale(tmp_path) -> None:
         assert reads["centipawns"][move] == pytest.approx(2 / 0.00368208 * math.atanh(value), abs=3), move
 
 
+def test_rescale_floor_reaches_every_search(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`klent uci --rescale-floor F` searches with floor F; without it, with the game's default."""
+    import io
+
+    from engine.player import Player
+    from protocols.uci import UciEngine
+
+    floors = []
+    decide = Player.decide
+    monkeypatch.setattr(Player, "decide", lambda self, options=None, stop=None: (
+        floors.append(None if options is None else options.rescale_floor), decide(self, options, stop))[1])
+    for floor in (None, 0.5):
+        out = io.StringIO()
+        uci = UciEngine(out, model=model, rescale_floor=floor)
+        try:
+            for command in ("position startpos", "go nodes 8"):
+                uci.handle(command)
+            deadline = time.monotonic() + 30
+            while "bestmove" not in out.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            uci.shutdown()
+        assert "bestmove" in out.getvalue() and floors and set(floors) == {floor}, floors
+        floors.clear()
+
+
 def test_wdl_sums_to_1000_and_follows_the_value() -> None:
     for v in (-1.0, -0.3, 0.0, 0.01, 0.7, 1.0):
         wins, draws, losses = wdl(v)

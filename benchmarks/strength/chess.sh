@@ -12,6 +12,7 @@
 # OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
 # load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
 # (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
+# KLENT_FLAGS are added to klent's command line (e.g. "--rescale-floor 2").
 # JOBS=2 plays two matches at a time, klent with one thread each; CONCURRENCY=2 plays two games
 # of each match at a time (`klent match --concurrency`), likewise.
 # Each match's summary.json holds the win rate, its Wilson 95% interval, the distinct games,
@@ -32,6 +33,7 @@ SETTINGS=${SETTINGS:-"reactive gumbel"}
 JOBS=${JOBS:-1}
 CONCURRENCY=${CONCURRENCY:-1}
 RESUME=${RESUME:-0}
+KLENT_FLAGS=${KLENT_FLAGS:-}
 case $GAME in
   chess) OPENINGS=${OPENINGS:-benchmarks/openings/chess-50.txt}
          OPPONENT=$(command -v stockfish || echo /usr/games/stockfish) ;;
@@ -62,7 +64,7 @@ play() {
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $mode vs $(basename "$OPPONENT") $opponent, $GAMES games -> $out"
   .venv/bin/klent match --game "$GAME" --games "$GAMES" --openings "$OPENINGS" --time-per-move "$time" \
-    --max-moves 300 --concurrency "$CONCURRENCY" --out "$out" $resume --engine1 ".venv/bin/klent uci --model $MODEL" "${play[@]}" \
+    --max-moves 300 --concurrency "$CONCURRENCY" --out "$out" $resume --engine1 ".venv/bin/klent uci --model $MODEL $KLENT_FLAGS" "${play[@]}" \
     --engine2 "$OPPONENT" "${strength[@]}" --option2 "Threads=1" >> "$out.log" 2>&1
   echo "$mode vs $opponent: $(grep -E 'win rate|distinct' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }

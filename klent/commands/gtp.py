@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from klent import __version__
-from klent.cli import CommandError
+from klent.cli import CommandError, add_rescale_floor
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,9 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-weights", default=None,
                         help="Dyna-2's permanent weights; their board size is then the only one accepted "
                         "(default: weights/go<N>-td.npz for each board size N)")
-    parser.add_argument("--rescale-floor", type=float, default=None,
-                        help="mode search: the smallest span of a node's values that the search's min-max rescaling "
-                        "divides by, in (0, 2]; 1e-8 is mctx's (default: 2, measured stronger on 9x9)")
+    add_rescale_floor(parser, "2, measured stronger on 9x9")
     parser.add_argument("--td-root-moves", type=int, default=0,
                         help="modes td and dyna2: choose among the network policy's this many most probable moves, "
                         "by the simulated games' values (0: no network, every move; default: 0)")
@@ -81,8 +79,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
-    if args.rescale_floor is not None and not 0 < args.rescale_floor <= 2:
-        raise CommandError("--rescale-floor must be within (0, 2]")
     if args.td_root_moves < 0:
         raise CommandError("--td-root-moves must be >= 0")
     if args.td_root_moves and args.mode not in ("td", "dyna2"):

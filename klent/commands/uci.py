@@ -1,4 +1,4 @@
-"""`klent uci [--model PATH] [--precision float32|int8]`: a UCI engine on stdin/stdout (GUIs,
+"""`klent uci [--model PATH] [--precision float32|int8] [--rescale-floor F]`: a UCI engine on stdin/stdout (GUIs,
 lichess-bot, `klent match`): chess, and Gardner chess and Animal Shogi through the ``UCI_Variant``
 option."""
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from klent import __version__
-from klent.cli import CommandError
+from klent.cli import CommandError, add_rescale_floor
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=("float32", "int8"), default="float32",  # engine.network.PRECISIONS
                         help="int8 plays the model's quantized sibling <stem>.int8.onnx (`klent quantize MODEL` "
                         "makes it); the Precision option changes it (default: float32)")
+    add_rescale_floor(parser, "1e-8, mctx's; chess has not been measured otherwise")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,5 +30,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
-    engine = UciEngine(sys.stdout, model=args.model, name=f"klent {__version__}", precision=args.precision)
+    engine = UciEngine(sys.stdout, model=args.model, name=f"klent {__version__}", precision=args.precision,
+                       rescale_floor=args.rescale_floor)
     return engine.run(sys.stdin.buffer)
