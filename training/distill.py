@@ -27,7 +27,7 @@ This is the `klent train --algo distill` algorithm, readable top to bottom:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -37,7 +37,7 @@ import torch
 from pydantic import Field
 from tqdm import tqdm
 
-from engine.games.base import Game
+from engine.games.base import Game, State
 from engine.games.go import GoGame
 from training.fitting import Batch, Loss
 from training.klent import masked_log_policy
@@ -100,17 +100,11 @@ class LabelledSet:
         bar = tqdm(total=manifest.positions, unit="pos", desc="encoding", disable=not progress)
         for name in manifest.shards:  # this manifest's shards: a labeller may be adding more
             shard = read_shard(Path(folder) / name)
-            by_game: dict[int, list[int]] = {}
-            for position, game_row in enumerate(shard["position_game"]):
-                by_game.setdefault(int(game_row), []).append(position)
-            for game_row, positions in by_game.items():
-                states = _states_at(replay, str(shard["game_moves"][game_row]), shard["ply"][positions])
-                for state in states:
-                    obs.put(row, game.encode(state))
-                    legal[row] = np.packbits(state.legal_mask())
-                    row += 1
-                is_validation = config.is_validation(int(shard["game_index"][game_row]))
-                validation.extend([is_validation] * len(positions))
+            for _, game_index, state in shard_states(shard, replay):
+                obs.put(row, game.encode(state))
+                legal[row] = np.packbits(state.legal_mask())
+                row += 1
+                validation.append(config.is_validation(game_index))
             bar.update(len(shard["ply"]))
             # positions were visited game by game, which is their stored order within a shard
             if "teacher_action" in shard:
@@ -208,6 +202,21 @@ def go_q_targets(
         moves = listed[start[position] : start[position + 1]]
         values[start[position] : start[position + 1]] = np.tanh((score - (moves.max() - moves)) / score_scale)
     return start.astype(np.int64), shard["action"].astype(np.int64), values
+
+
+def shard_states(
+    shard: dict[str, np.ndarray], replay: Game, keep: Callable[[int], bool] = lambda game_index: True
+) -> Iterator[tuple[int, int, State]]:
+    """The stored positions of a shard as (position in the shard, index of its game, state),
+    game by game, replaying only the games whose index ``keep`` accepts."""
+    by_game: dict[int, list[int]] = {}
+    for position, game_row in enumerate(shard["position_game"]):
+        by_game.setdefault(int(game_row), []).append(position)
+    for game_row, positions in by_game.items():
+        game_index = int(shard["game_index"][game_row])
+        if keep(game_index):
+            states = _states_at(replay, str(shard["game_moves"][game_row]), shard["ply"][positions])
+            yield from ((position, game_index, state) for position, state in zip(positions, states))
 
 
 def _states_at(game: Game, moves: str, plies: np.ndarray) -> list:

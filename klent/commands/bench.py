@@ -16,6 +16,7 @@ BENCHMARKS = {
     "paired": "two klent match rows from the same openings compared game by game (wins, margins, sign test)",
     "slope": "a training run's snapshots against a fixed pool of references",
     "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
+    "chess_regret": "value a chess model's moves give away by play setting (teacher labels, or a match's blunders)",
     "tree_memory": "search-tree bytes per node and process RSS growth against a memory budget (chess, go9)",
 }
 

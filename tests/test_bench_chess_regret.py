@@ -1,0 +1,56 @@
+"""`klent bench chess_regret`: the value a chess model's moves give away, by play setting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import engine.games
+from benchmarks.chess_regret import blunder_rows, held_out_positions, parse_setting, regret_rows
+from engine.player import Player
+from training import teacher
+
+
+def test_settings_are_read_as_play_options() -> None:
+    assert parse_setting("reactive").mode == "reactive"
+    searched = parse_setting("gumbel:64")
+    assert (searched.mode, searched.simulations, searched.rescale_floor) == ("search", 64, None)
+    assert parse_setting("gumbel:256:2").rescale_floor == 2.0
+    for bad in ("gumbel", "gumbel:x", "gumbel:64:2:1", "search:64", "gumbel:64:0"):
+        with pytest.raises(ValueError):
+            parse_setting(bad)
+
+
+def test_held_out_positions_are_the_validation_games_with_every_labelled_move(
+    tmp_path: Path, stockfish_path: str, untrained_model
+) -> None:
+    folder = tmp_path / "labels"
+    config = teacher.LabelConfig(teacher=stockfish_path, positions=120, depth=2, max_plies=30,
+                                 games_per_shard=2, validation_every=2, opening_plies=4)
+    teacher.label(config, folder, jobs=1)
+    manifest = teacher.Manifest.read(folder)
+    assert manifest is not None and manifest.validation_positions > 0
+    positions = held_out_positions(folder, count=10**6)  # more than there are: all of them
+    # all but the positions with a single legal move, which have nothing to choose between
+    assert 0 < len(positions) <= manifest.validation_positions
+    for state, values in positions:
+        assert len(values) > 1 and all(state.legal_mask()[action] for action in values)
+        assert all(-1.0 <= v <= 1.0 for v in values.values())
+    player = Player.load(engine.games.get("chess"), untrained_model("chess"), threads=1)
+    row = next(regret_rows(player, positions, ["reactive"]))
+    regret = float(row.split("regret ")[1].split(",")[0])
+    assert 0.0 <= regret <= 2.0 and f"({len(positions)} positions)" in row
+
+
+def test_a_hung_queen_is_a_blunder_and_nothing_else_is(tmp_path: Path, stockfish_path: str, untrained_model) -> None:
+    """1. e4 d5 2. Qg4?? gives the queen to Bxg4: engine 1 (White) blundered once."""
+    folder = tmp_path / "match"
+    folder.mkdir()
+    (folder / "game-001.pgn").write_text('[Result "*"]\n\n1. e4 d5 2. Qg4 Bxg4 *\n')
+    (folder / "games.jsonl").write_text(json.dumps({"game": 1, "first": 0, "record": "game-001.pgn"}) + "\n")
+    player = Player.load(engine.games.get("chess"), untrained_model("chess"), threads=1)
+    rows = list(blunder_rows(player, folder, games=10, depth=6, blunder=0.3, settings=["reactive"]))
+    assert rows[0].startswith("1 blunders") and "in 1 games" in rows[0]
+    assert rows[1].strip().startswith("reactive: blunders again in") and "of 1," in rows[1]
