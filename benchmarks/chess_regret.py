@@ -7,7 +7,7 @@ rescaling floor) helps, from a few hundred positions in minutes.  Two measuremen
 * ``--labels DIR``: held-out positions (validation games) of a labelled set (`klent distill
   label --value cp`): the mean teacher regret of each setting's move (the teacher's best value
   minus its value of the chosen move, on the set's scale) and its top-1 share;
-* ``--match DIR``: engine 1's moves in a `klent match` folder of chess games, judged by
+* ``--match DIR``: engine 1's moves (not the opening's) in a `klent match` folder of chess games, judged by
   Stockfish at a fixed depth (hash cleared before each search, so the judge is deterministic):
   the moves that gave away ``--blunder`` or more of tanh(cp / 543) (a blunder), and how many of
   those positions each setting would have played a blunder in too.
@@ -126,7 +126,11 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
     try:
         cases = []  # (opening line of the position, its board, the judge's value there)
         records = [json.loads(line) for line in (folder / "games.jsonl").read_text().splitlines()]
+        openings = json.loads((folder / "summary.json").read_text())["config"]["openings"]
         for record in sorted(records, key=lambda r: r["game"])[:games]:
+            # the opening's moves are in the record too, played by neither engine
+            opening = "" if record["opening"] is None else openings[record["opening"]]
+            book = len(opening.partition(" moves ")[2].split())
             with open(folder / record["record"], encoding="utf-8") as handle:
                 game = chess.pgn.read_game(handle)
             if game is None:
@@ -134,8 +138,8 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
             board = game.board()
             root, played = board.fen(), []
             ours = chess.WHITE if record["first"] == 0 else chess.BLACK
-            for move in game.mainline_moves():
-                if board.turn == ours:
+            for ply, move in enumerate(game.mainline_moves()):
+                if board.turn == ours and ply >= book:
                     before = value(board)
                     if given_away(board, move, before) >= blunder:
                         line = f"{root} moves {' '.join(played)}" if played else root

@@ -45,12 +45,19 @@ def test_held_out_positions_are_the_validation_games_with_every_labelled_move(
 
 
 def test_a_hung_queen_is_a_blunder_and_nothing_else_is(tmp_path: Path, stockfish_path: str, untrained_model) -> None:
-    """1. e4 d5 2. Qg4?? gives the queen to Bxg4: engine 1 (White) blundered once."""
+    """1. e4 d5 2. Qg4?? gives the queen to Bxg4: engine 1 (White) blundered once; the same
+    move as part of an opening is no one's blunder."""
     folder = tmp_path / "match"
     folder.mkdir()
     (folder / "game-001.pgn").write_text('[Result "*"]\n\n1. e4 d5 2. Qg4 Bxg4 *\n')
-    (folder / "games.jsonl").write_text(json.dumps({"game": 1, "first": 0, "record": "game-001.pgn"}) + "\n")
+    start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+    # game 1 from no opening; game 2 from an opening whose own blunder (2. Qg4??) is not engine 1's
+    (folder / "game-002.pgn").write_text('[Result "*"]\n\n1. e4 d5 2. Qg4 Bxg4 3. d3 *\n')
+    (folder / "summary.json").write_text(json.dumps({"config": {"openings": [f"{start} moves e2e4 d7d5 d1g4"]}}))
+    games = [{"game": 1, "first": 0, "record": "game-001.pgn", "opening": None},
+             {"game": 2, "first": 0, "record": "game-002.pgn", "opening": 0}]
+    (folder / "games.jsonl").write_text("".join(json.dumps(game) + "\n" for game in games))
     player = Player.load(engine.games.get("chess"), untrained_model("chess"), threads=1)
     rows = list(blunder_rows(player, folder, games=10, depth=6, blunder=0.3, settings=["reactive"]))
-    assert rows[0].startswith("1 blunders") and "in 1 games" in rows[0]
+    assert rows[0].startswith("1 blunders") and "in 2 games" in rows[0]
     assert rows[1].strip().startswith("reactive: blunders again in") and "of 1," in rows[1]
