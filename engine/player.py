@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 Mode = Literal["reactive", "search", "td", "dyna2"]
-GO_RESCALE_FLOOR = 2.0  # the Gumbel search's rescaling floor for Go (`PlayOptions.rescale_floor`)
+PLAY_RESCALE_FLOOR = 2.0  # the Gumbel search's rescaling floor at play for Go and chess (`PlayOptions.rescale_floor`)
 TD_MODES = ("td", "dyna2")  # the modes of `engine.search.td`, which need no network
 
 
@@ -113,12 +113,13 @@ class PlayOptions:
     ``--memory``); a search whose tree is full stops growing it and answers from it.
 
     ``rescale_floor``: the Gumbel search's floor on the span of completed Q that its min-max
-    rescaling divides by (`engine.search.qtransforms`); None: `GO_RESCALE_FLOOR` for Go, mctx's
-    1e-8 for the other games.  With mctx's floor, differences of 1e-6 between children decide
-    once the value head calls a game won or lost; the whole range of values (2) makes the
-    search lean on the policy wherever the values barely differ.  Measured on 9x9 Go with the
-    shipped model against GNU Go level 10 (benchmarks/RESULTS.md): 2 beat 1e-8 at 200 and at
-    1,000 simulations; chess and the small games have not been measured, so they keep mctx's.
+    rescaling divides by (`engine.search.qtransforms`); None: `PLAY_RESCALE_FLOOR` for Go and
+    chess, mctx's 1e-8 for the other games.  With mctx's floor, differences of 1e-6 between
+    children decide once the value head calls a game won or lost; the whole range of values (2)
+    makes the search lean on the policy wherever the values barely differ.  Measured with the
+    shipped models (benchmarks/RESULTS.md): on 9x9 Go against GNU Go level 10, 2 beat 1e-8 at
+    200 and at 1,000 simulations; in chess head to head, at 64 and at 256 simulations.  The
+    small games have not been measured, so they keep mctx's.
 
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
@@ -585,7 +586,9 @@ class Player:
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
         floor = opts.rescale_floor
         if floor is None:
-            floor = GO_RESCALE_FLOOR if isinstance(self.game, GoGame) else RESCALE_EPSILON
+            # chess by its name: importing its kernels here would slow every Go engine's start
+            measured = isinstance(self.game, GoGame) or self.game.name == "chess"
+            floor = PLAY_RESCALE_FLOOR if measured else RESCALE_EPSILON
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor)
         result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
         with self._lock:

@@ -210,6 +210,23 @@ def test_importing_the_search_does_no_work() -> None:
     assert out.strip() == "0"
 
 
+def test_go_and_chess_search_with_the_measured_floor_the_small_games_with_mctxs(monkeypatch) -> None:
+    """The rescaling floor measured stronger at play (benchmarks/RESULTS.md) is Go's and
+    chess's default; a game not measured keeps mctx's; an explicit floor wins over both."""
+    import engine.player
+
+    floors = []
+    real = engine.player.search
+    monkeypatch.setattr(engine.player, "search", lambda state, network, limits, config, **rest: (
+        floors.append(config.rescale_floor), real(state, network, limits, config=config, **rest))[1])
+    for name, default in (("chess", 2.0), ("go9", 2.0), ("gardner", 1e-8), ("animal_shogi", 1e-8)):
+        player = Player.without_model(games.get(name), PlayOptions(simulations=4, go_rules=False))
+        player.decide()
+        player.decide(PlayOptions(simulations=4, go_rules=False, rescale_floor=0.5))
+        assert floors == [default, 0.5], name
+        floors.clear()
+
+
 def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_game(capsys) -> None:
     """White to move can capture three black stones in atari (E7) in a game the shipped go9
     model already calls won (every move's value within 0.02 of 1): with mctx's floor (1e-8) the

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=("float32", "int8"), default="float32",  # engine.network.PRECISIONS
                         help="int8 plays the model's quantized sibling <stem>.int8.onnx (`klent quantize MODEL` "
                         "makes it); the Precision option changes it (default: float32)")
-    add_rescale_floor(parser, "1e-8, mctx's; chess has not been measured otherwise")
+    add_rescale_floor(parser, "2 for chess, measured stronger; 1e-8 for the variants")
 
 
 def run(args: argparse.Namespace) -> int:
