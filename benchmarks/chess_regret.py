@@ -34,7 +34,7 @@ import numpy as np
 import engine.games
 from engine.games.base import State
 from engine.player import Player, PlayOptions
-from klent.cli import find_program
+from protocols.engine_process import find_program
 
 CENTIPAWN_SCALE = 543.0  # tanh(cp / 543): the labels' scale (`training.teacher`)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import shutil
 import sys
 
 from klent import __version__
@@ -34,12 +33,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 class CommandError(Exception):
     """A user mistake: printed as one line, exit status 2."""
-
-
-def find_program(name: str) -> str | None:
-    """The path of an installed program: on PATH, or in /usr/games, where Debian installs
-    engines (GNU Go, Stockfish) and which is often not on PATH."""
-    return shutil.which(name) or shutil.which(name, path="/usr/games")
 
 
 def add_rescale_floor(parser: argparse.ArgumentParser, default: str) -> None:

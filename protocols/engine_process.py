@@ -1,8 +1,8 @@
 """Engines running in subprocesses, driven command by command with time limits.
 
 `klent match` plays engines given as command lines: GTP engines (and GNU Go, the referee of
-Go) as `GtpProcess`, UCI engines playing a variant our rules judge (Gardner chess and Animal
-Shogi against Fairy-Stockfish) as `UciProcess`.  A reader thread turns the engine's stdout
+Go) as `GtpProcess`, UCI engines (chess, and Gardner chess and Animal Shogi against
+Fairy-Stockfish), whose moves our rules judge, as `UciProcess`.  A reader thread turns the engine's stdout
 into a queue of lines, so that waiting for a reply can time out (an engine that hangs loses
 the game instead of hanging the match) and a crashed engine is reported as such instead of as
 an empty reply.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -20,6 +21,12 @@ from typing import IO, TypeVar
 
 STARTUP_TIMEOUT = 120.0  # seconds for the first reply: engines load their networks at start
 P = TypeVar("P", bound="EngineProcess")
+
+
+def find_program(name: str) -> str | None:
+    """The path of an installed program: on PATH, or in /usr/games, where Debian installs
+    engines (GNU Go, Stockfish) and which is often not on PATH."""
+    return shutil.which(name) or shutil.which(name, path="/usr/games")
 
 
 class EngineError(Exception):

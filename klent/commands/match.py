@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from klent.cli import CommandError, find_program
+from klent.cli import CommandError
+from protocols.engine_process import find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
