@@ -4,11 +4,12 @@
 # (benchmarks/openings/chess-50.txt: `klent openings --game chess --count 50 --plies 8`;
 # gardner-100.txt and animal_shogi-50.txt: `klent openings --game G --count N --plies 4`), each played with
 # both colours, so a deterministic pair of engines still plays twice as many distinct games.
-# The opponent: 1 thread, 0.2 s a move unless its setting names a depth; draw by adjudication
+# The opponent: 1 thread, 0.2 s a move (whatever klent's time) unless its setting names a depth; draw by adjudication
 # 300 plies after the opening.
 #
 # SETTINGS: reactive (one network call a move), gumbel (Gumbel search, 64 simulations, 0.2 s a
-# move) and gumbel1s (Gumbel search with 1 s a move, as many simulations as fit).
+# move), gumbelN (N simulations, 2 s a move at most) and gumbel1s (Gumbel search with 1 s a
+# move, as many simulations as fit).
 # OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
 # load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
 # (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
@@ -49,15 +50,16 @@ play() {
   local mode=$1 opponent=$2 out strength play spec time=0.2 resume=""
   case $opponent in
     skill*d*) spec=${opponent#skill}; strength=(--option2 "Skill Level=${spec%d*}" --go2 "depth ${spec##*d}") ;;
-    skill*) strength=(--option2 "Skill Level=${opponent#skill}") ;;
-    elo*) strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=${opponent#elo}") ;;
+    skill*) strength=(--option2 "Skill Level=${opponent#skill}" --go2 "movetime 200") ;;
+    elo*) strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=${opponent#elo}" --go2 "movetime 200") ;;
     *) echo "an opponent is skillN, skillNdD or eloN, not $opponent" >&2; return 2 ;;
   esac
   case $mode in
     reactive) play=(--option1 "SearchMode=reactive") ;;
     gumbel) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=64") ;;
     gumbel1s) play=(--option1 "SearchMode=gumbel"); time=1 ;;
-    *) echo "a setting is reactive, gumbel or gumbel1s, not $mode" >&2; return 2 ;;
+    gumbel[0-9]*) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=${mode#gumbel}"); time=2 ;;
+    *) echo "a setting is reactive, gumbel, gumbel1s or gumbelN, not $mode" >&2; return 2 ;;
   esac
   if [ "$JOBS" -gt 1 ] || [ "$CONCURRENCY" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
   out=runs/strength/$NAME-$mode-$opponent
