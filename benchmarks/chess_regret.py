@@ -76,6 +76,8 @@ def held_out_positions(folder: Path, count: int) -> list[tuple[State, dict[int, 
                 moves = shard["action"][start[position]:start[position + 1]].tolist()
                 values = shard["value"][start[position]:start[position + 1]].tolist()
                 found.append((state, dict(zip(moves, values))))
+    if not found:
+        raise ValueError(f"{folder} has no held-out position with two moves or more")
     return found
 
 
