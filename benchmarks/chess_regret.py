@@ -4,9 +4,10 @@ A match against a weak engine says little while the model loses nine games of te
 its moves give away says where it loses and whether a setting (search, its budget, its
 rescaling floor) helps, from a few hundred positions in minutes.  Two measurements:
 
-* ``--labels DIR``: held-out positions (validation games) of a labelled set (`klent distill
-  label --value cp`): the mean teacher regret of each setting's move (the teacher's best value
-  minus its value of the chosen move, on the set's scale) and its top-1 share;
+* ``--labels DIR``: held-out positions (validation games; ``--training``: training games) of a
+  labelled set (`klent distill label --value cp`): the mean teacher regret of each setting's
+  move (the teacher's best value minus its value of the chosen move, on the set's scale) and
+  its top-1 share;
 * ``--match DIR``: engine 1's moves (not the opening's) in a `klent match` folder of chess games, judged by
   Stockfish at a fixed depth (hash cleared before each search, so the judge is deterministic):
   the moves that gave away ``--blunder`` or more of tanh(cp / 543) (a blunder), and how many of
@@ -53,8 +54,9 @@ def parse_setting(text: str) -> PlayOptions:
     raise ValueError(f"a setting is reactive, gumbel:N or gumbel:N:F, not {text!r}")
 
 
-def held_out_positions(folder: Path, count: int) -> list[tuple[State, dict[int, float]]]:
-    """About ``count`` positions of the validation games of a chess labelled set, spread over
+def held_out_positions(folder: Path, count: int, training: bool = False) -> list[tuple[State, dict[int, float]]]:
+    """About ``count`` positions of the validation games of a chess labelled set (``training``:
+    of its training games, to tell how well a network fits what it was fitted on), spread over
     its shards, each with the teacher's value of every labelled move."""
     from training.distill import shard_states
     from training.teacher import LabelConfig, Manifest, read_shard, rules
@@ -65,13 +67,14 @@ def held_out_positions(folder: Path, count: int) -> list[tuple[State, dict[int, 
     config = LabelConfig(**manifest.config)
     if config.game != "chess":
         raise ValueError(f"{folder} holds {config.game} positions, not chess")
-    share = count / max(1, manifest.validation_positions)
+    share = count / max(1, manifest.train_positions if training else manifest.validation_positions)
     rng = np.random.default_rng(0)
     found: list[tuple[State, dict[int, float]]] = []
     for name in manifest.shards:
         shard = read_shard(folder / name)
         start = shard["label_start"]
-        for position, _, state in shard_states(shard, rules("chess"), config.is_validation):
+        games = (lambda game: not config.is_validation(game)) if training else config.is_validation
+        for position, _, state in shard_states(shard, rules("chess"), games):
             if rng.random() < share and start[position + 1] - start[position] > 1:
                 moves = shard["action"][start[position]:start[position + 1]].tolist()
                 values = shard["value"][start[position]:start[position + 1]].tolist()
@@ -173,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--labels", type=Path, help="a chess labelled set: regret on its held-out positions")
     source.add_argument("--match", type=Path, help="a chess match folder: engine 1's blunders, re-played")
     parser.add_argument("--positions", type=int, default=800, help="--labels: held-out positions (default 800)")
+    parser.add_argument("--training", action="store_true",
+                        help="--labels: positions of the training games instead (how well the model fits them)")
     parser.add_argument("--games", type=int, default=60, help="--match: games read (default 60)")
     parser.add_argument("--depth", type=int, default=8, help="--match: the judge's depth (default 8)")
     parser.add_argument("--blunder", type=float, default=0.3,
@@ -184,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         parse_setting(text)  # a misspelt setting fails before the slow part
     player = Player.load(engine.games.get("chess"), args.model, threads=1)
     if args.labels is not None:
-        rows = regret_rows(player, held_out_positions(args.labels, args.positions), args.settings)
+        positions = held_out_positions(args.labels, args.positions, training=args.training)
+        rows = regret_rows(player, positions, args.settings)
     else:
         rows = blunder_rows(player, args.match, args.games, args.depth, args.blunder, args.settings)
     print(f"{args.model}:")

@@ -23,7 +23,7 @@ def test_settings_are_read_as_play_options() -> None:
             parse_setting(bad)
 
 
-def test_held_out_positions_are_the_validation_games_with_every_labelled_move(
+def test_held_out_positions_are_the_validation_games_with_every_labelled_move_and_training_ones_apart(
     tmp_path: Path, stockfish_path: str, untrained_model
 ) -> None:
     folder = tmp_path / "labels"
@@ -38,6 +38,10 @@ def test_held_out_positions_are_the_validation_games_with_every_labelled_move(
     for state, values in positions:
         assert len(values) > 1 and all(state.legal_mask()[action] for action in values)
         assert all(-1.0 <= v <= 1.0 for v in values.values())
+    trained_on = held_out_positions(folder, count=10**6, training=True)
+    assert 0 < len(trained_on) <= manifest.train_positions
+    # positions are stored once in a set, so the two splits share none
+    assert not {state.fen() for state, _ in positions} & {state.fen() for state, _ in trained_on}
     player = Player.load(engine.games.get("chess"), untrained_model("chess"), threads=1)
     row = next(regret_rows(player, positions, ["reactive"]))
     regret = float(row.split("regret ")[1].split(",")[0])
