@@ -70,11 +70,12 @@ def held_out_positions(folder: Path, count: int, training: bool = False) -> list
     share = count / max(1, manifest.train_positions if training else manifest.validation_positions)
     rng = np.random.default_rng(0)
     found: list[tuple[State, dict[int, float]]] = []
+    replay = rules("chess")
+    games = (lambda game: not config.is_validation(game)) if training else config.is_validation
     for name in manifest.shards:
         shard = read_shard(folder / name)
         start = shard["label_start"]
-        games = (lambda game: not config.is_validation(game)) if training else config.is_validation
-        for position, _, state in shard_states(shard, rules("chess"), games):
+        for position, _, state in shard_states(shard, replay, games):
             if rng.random() < share and start[position + 1] - start[position] > 1:
                 moves = shard["action"][start[position]:start[position + 1]].tolist()
                 values = shard["value"][start[position]:start[position + 1]].tolist()
@@ -129,7 +130,8 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
         return before + value(after)  # the mover's value after the move is minus the opponent's
 
     try:
-        cases = []  # (opening line of the position, its board, the judge's value there)
+        # (the position's state, its board, the judge's value there, what each move judged so far gives away)
+        cases: list[tuple[State, chess.Board, float, dict[chess.Move, float]]] = []
         records = [json.loads(line) for line in (folder / "games.jsonl").read_text().splitlines()]
         openings = json.loads((folder / "summary.json").read_text())["config"]["openings"]
         for record in sorted(records, key=lambda r: r["game"])[:games]:
@@ -146,20 +148,22 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
             for ply, move in enumerate(game.mainline_moves()):
                 if board.turn == ours and ply >= book:
                     before = value(board)
-                    if given_away(board, move, before) >= blunder:
+                    away = given_away(board, move, before)
+                    if away >= blunder:
                         line = f"{root} moves {' '.join(played)}" if played else root
-                        cases.append((line, board.copy(), before))
+                        cases.append((chess_opening(line), board.copy(), before, {move: away}))
                 board.push(move)
                 played.append(move.uci())
         yield f"{len(cases)} blunders (>= {blunder} given away at depth {depth}) in {min(games, len(records))} games"
         for text in settings:
             options = parse_setting(text)
             still, lost = 0, 0.0
-            for line, board, before in cases:
-                state = chess_opening(line)
+            for state, board, before, judged in cases:
                 player.set_position(state)
                 move = chess.Move.from_uci(state.game.action_to_text(state, player.decide(options).action))
-                away = given_away(board, move, before)
+                if move not in judged:  # the judge is deterministic: each move is judged once
+                    judged[move] = given_away(board, move, before)
+                away = judged[move]
                 still += away >= blunder
                 lost += away
             mean = lost / max(1, len(cases))
