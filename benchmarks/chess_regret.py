@@ -13,7 +13,8 @@ rescaling floor) helps, from a few hundred positions in minutes.  Two measuremen
   the moves that gave away ``--blunder`` or more of tanh(cp / 543) (a blunder), and how many of
   those positions each setting would have played a blunder in too.
 
-A setting is ``reactive``, ``gumbel:N`` (N simulations) or ``gumbel:N:F`` (rescaling floor F).
+A setting is ``reactive``, ``gumbel:N`` (N simulations), ``gumbel:N:F`` (rescaling floor F) or
+``gumbel:N:F:W`` (waves of W descents).
 
     klent bench chess_regret --model weights/chess.onnx --labels data/chess-cp \\
         --settings reactive gumbel:64 gumbel:64:2 gumbel:256:2
@@ -41,17 +42,19 @@ CENTIPAWN_SCALE = 543.0  # tanh(cp / 543): the labels' scale (`training.teacher`
 
 
 def parse_setting(text: str) -> PlayOptions:
-    """``reactive``, ``gumbel:N`` or ``gumbel:N:F`` as the options a `Player` decides with."""
+    """``reactive``, ``gumbel:N``, ``gumbel:N:F`` or ``gumbel:N:F:W`` as the options a `Player`
+    decides with."""
     words = text.split(":")
     try:
         if words == ["reactive"]:
             return PlayOptions(mode="reactive")
-        if words[0] == "gumbel" and len(words) in (2, 3):
-            floor = float(words[2]) if len(words) == 3 else None
-            return PlayOptions(simulations=int(words[1]), rescale_floor=floor)
+        if words[0] == "gumbel" and len(words) in (2, 3, 4):
+            floor = float(words[2]) if len(words) >= 3 else None
+            wave = int(words[3]) if len(words) == 4 else None
+            return PlayOptions(simulations=int(words[1]), rescale_floor=floor, wave_size=wave)
     except ValueError:
         pass
-    raise ValueError(f"a setting is reactive, gumbel:N or gumbel:N:F, not {text!r}")
+    raise ValueError(f"a setting is reactive, gumbel:N, gumbel:N:F or gumbel:N:F:W, not {text!r}")
 
 
 def held_out_positions(folder: Path, count: int, training: bool = False) -> list[tuple[State, dict[int, float]]]:
@@ -187,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blunder", type=float, default=0.3,
                         help="--match: value given away that makes a blunder (default 0.3, about 170 cp near even)")
     parser.add_argument("--settings", nargs="+", default=["reactive", "gumbel:64"],
-                        help="reactive, gumbel:N, gumbel:N:F (default: reactive gumbel:64)")
+                        help="reactive, gumbel:N, gumbel:N:F, gumbel:N:F:W (default: reactive gumbel:64)")
     args = parser.parse_args(argv)
     for text in args.settings:
         parse_setting(text)  # a misspelt setting fails before the slow part

@@ -66,6 +66,7 @@ __all__ = [
 
 Mode = Literal["reactive", "search", "td", "dyna2"]
 PLAY_RESCALE_FLOOR = 2.0  # the Gumbel search's rescaling floor at play for Go and chess (`PlayOptions.rescale_floor`)
+PLAY_WAVE_SIZE = 32  # descents per wave at play (`PlayOptions.wave_size`)
 TD_MODES = ("td", "dyna2")  # the modes of `engine.search.td`, which need no network
 
 
@@ -121,6 +122,11 @@ class PlayOptions:
     200 and at 1,000 simulations; in chess head to head, at 64 and at 256 simulations.  The
     small games have not been measured, so they keep mctx's.
 
+    ``wave_size``: the most descents the Gumbel search makes from the root before their leaves
+    are evaluated together (`GumbelConfig.wave_size`; None: `PLAY_WAVE_SIZE`).  Larger waves
+    make larger network batches, which pay on a GPU, but every descent of a wave chooses its
+    path from the statistics as they were before the wave.
+
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
     policy's ``td_root_moves`` most probable moves, so that the network's sense of shape picks
@@ -142,10 +148,13 @@ class PlayOptions:
     memory: int | None = None
     td_root_moves: int = 0
     rescale_floor: float | None = None
+    wave_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.rescale_floor is not None and not 0.0 < self.rescale_floor <= 2.0:
             raise ValueError(f"rescale_floor must be within (0, 2], got {self.rescale_floor}")
+        if self.wave_size is not None and self.wave_size < 1:
+            raise ValueError(f"wave_size must be >= 1, got {self.wave_size}")
         if self.td_root_moves < 0:
             raise ValueError(f"td_root_moves must be >= 0, got {self.td_root_moves}")
         if self.mode not in ("reactive", "search", *TD_MODES):
@@ -589,7 +598,8 @@ class Player:
             # chess by its name: importing its kernels here would slow every Go engine's start
             measured = isinstance(self.game, GoGame) or self.game.name == "chess"
             floor = PLAY_RESCALE_FLOOR if measured else RESCALE_EPSILON
-        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor)
+        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor,
+                              wave_size=opts.wave_size or PLAY_WAVE_SIZE)
         result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
         with self._lock:
             self._tree = result.tree

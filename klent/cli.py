@@ -35,22 +35,37 @@ class CommandError(Exception):
     """A user mistake: printed as one line, exit status 2."""
 
 
-def add_rescale_floor(parser: argparse.ArgumentParser, default: str) -> None:
-    """``--rescale-floor``, for the commands that play by Gumbel search (`klent gtp`, `klent uci`):
-    ``PlayOptions.rescale_floor``, checked by argparse so that a bad value is a one-line error."""
+def add_search_tuning(parser: argparse.ArgumentParser, floor_default: str) -> None:
+    """``--rescale-floor`` and ``--wave-size``, for the commands that play by Gumbel search
+    (`klent gtp`, `klent uci`): ``PlayOptions.rescale_floor`` and ``PlayOptions.wave_size``,
+    checked by argparse so that a bad value is a one-line error."""
+
+    def number(text: str, kind: type[float] | type[int]) -> float:
+        try:
+            return kind(text)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
 
     def floor(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        value = number(text, float)
         if not 0 < value <= 2:
             raise argparse.ArgumentTypeError(f"{text} is not within (0, 2]")
         return value
 
+    def wave(text: str) -> int:
+        value = int(number(text, int))
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text} is not >= 1")
+        return value
+
     parser.add_argument("--rescale-floor", type=floor, default=None,
                         help="search: the smallest span of a node's values that the search's min-max rescaling "
-                        f"divides by, in (0, 2]; 1e-8 is mctx's (default: {default})")
+                        f"divides by, in (0, 2]; 1e-8 is mctx's (default: {floor_default})")
+    parser.add_argument("--wave-size", type=wave, default=None,
+                        help="search: descents from the root before their leaves are evaluated as one batch; "
+                        "larger batches pay on a GPU, smaller waves choose from fresher statistics "
+                        "(default: engine.player.PLAY_WAVE_SIZE)")
 
 
 def _top_level_help() -> str:

@@ -307,9 +307,10 @@ class UciEngine:
     def __init__(self, output: TextIO, model: str | Path | None = None,
                  name: str = "klent", author: str = "the klent authors",
                  weights_dir: str | Path = DEFAULT_WEIGHTS_DIR, precision: str = "float32",
-                 rescale_floor: float | None = None) -> None:
+                 tuning: PlayOptions | None = None) -> None:
         self.output = output
-        self.rescale_floor = rescale_floor  # the search's (`PlayOptions.rescale_floor`); None: the game's default
+        # what every `go` starts from: the search's tuning (`klent uci --rescale-floor --wave-size`)
+        self.tuning = tuning or PlayOptions()
         self.name = name
         self.author = author
         self.weights_dir = weights_dir
@@ -500,13 +501,13 @@ class UciEngine:
             return
         player.set_position(self._initial, self._actions)
         values = self.values
-        options = PlayOptions(
+        options = replace(
+            self.tuning,
             mode="reactive" if values["searchmode"] == "reactive" else "search",
             top_moves=int(values["multipv"]),
             candidates=tuple(go.searchmoves),
             ponder=bool(values["ponder"]),
             memory=int(values["hash"]) * 2**20,
-            rescale_floor=self.rescale_floor,
         )
         caps = [cap for cap in (go.nodes, int(values["simulations"]) or None) if cap is not None]
         clock, increment = (go.wtime, go.winc) if state.to_play == 0 else (go.btime, go.binc)

@@ -16,9 +16,13 @@ from training import teacher
 def test_settings_are_read_as_play_options() -> None:
     assert parse_setting("reactive").mode == "reactive"
     searched = parse_setting("gumbel:64")
-    assert (searched.mode, searched.simulations, searched.rescale_floor) == ("search", 64, None)
+    assert (searched.mode, searched.simulations, searched.rescale_floor, searched.wave_size) == ("search", 64, None,
+                                                                                                 None)
     assert parse_setting("gumbel:256:2").rescale_floor == 2.0
-    for bad in ("gumbel", "gumbel:x", "gumbel:64:2:1", "search:64", "gumbel:64:0"):
+    tuned = parse_setting("gumbel:256:2:4")
+    assert (tuned.rescale_floor, tuned.wave_size) == (2.0, 4)
+    for bad in ("gumbel", "gumbel:x", "gumbel:64:2:0", "gumbel:64:2:1.5", "gumbel:64:2:4:1", "search:64",
+                "gumbel:64:0"):
         with pytest.raises(ValueError):
             parse_setting(bad)
 

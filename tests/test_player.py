@@ -212,19 +212,22 @@ def test_importing_the_search_does_no_work() -> None:
 
 def test_go_and_chess_search_with_the_measured_floor_the_small_games_with_mctxs(monkeypatch) -> None:
     """The rescaling floor measured stronger at play (benchmarks/RESULTS.md) is Go's and
-    chess's default; a game not measured keeps mctx's; an explicit floor wins over both."""
+    chess's default; a game not measured keeps mctx's; an explicit floor wins over both.  The
+    wave size is `PLAY_WAVE_SIZE` unless one is given."""
     import engine.player
 
-    floors = []
+    seen = []
     real = engine.player.search
     monkeypatch.setattr(engine.player, "search", lambda state, network, limits, config, **rest: (
-        floors.append(config.rescale_floor), real(state, network, limits, config=config, **rest))[1])
+        seen.append((config.rescale_floor, config.wave_size)), real(state, network, limits, config=config, **rest))[1])
     for name, default in (("chess", 2.0), ("go9", 2.0), ("gardner", 1e-8), ("animal_shogi", 1e-8)):
         player = Player.without_model(games.get(name), PlayOptions(simulations=4, go_rules=False))
         player.decide()
-        player.decide(PlayOptions(simulations=4, go_rules=False, rescale_floor=0.5))
-        assert floors == [default, 0.5], name
-        floors.clear()
+        player.decide(PlayOptions(simulations=4, go_rules=False, rescale_floor=0.5, wave_size=3))
+        assert seen == [(default, engine.player.PLAY_WAVE_SIZE), (0.5, 3)], name
+        seen.clear()
+    with pytest.raises(ValueError, match="wave_size must be >= 1"):
+        PlayOptions(wave_size=0)
 
 
 def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_game(capsys) -> None:
@@ -252,3 +255,7 @@ def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_ga
             klent_main([command, "--rescale-floor", "3"])
         assert refused.value.code == 2
         assert "argument --rescale-floor: 3 is not within (0, 2]" in capsys.readouterr().err
+        with pytest.raises(SystemExit) as refused:
+            klent_main([command, "--wave-size", "0"])
+        assert refused.value.code == 2
+        assert "argument --wave-size: 0 is not >= 1" in capsys.readouterr().err

@@ -198,20 +198,22 @@ def test_uci_reports_centipawns_on_the_models_own_scale(tmp_path) -> None:
         assert reads["centipawns"][move] == pytest.approx(2 / 0.00368208 * math.atanh(value), abs=3), move
 
 
-def test_rescale_floor_reaches_every_search(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`klent uci --rescale-floor F` searches with floor F; without it, with the game's default."""
+def test_search_tuning_reaches_every_search(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`klent uci --rescale-floor F --wave-size W` searches with floor F and waves of W; without
+    them, with the game's defaults."""
     import io
 
-    from engine.player import Player
+    from engine.player import Player, PlayOptions
     from protocols.uci import UciEngine
 
-    floors = []
+    seen = []
     decide = Player.decide
     monkeypatch.setattr(Player, "decide", lambda self, options=None, stop=None: (
-        floors.append(None if options is None else options.rescale_floor), decide(self, options, stop))[1])
-    for floor in (None, 0.5):
+        seen.append(None if options is None else (options.rescale_floor, options.wave_size)),
+        decide(self, options, stop))[1])
+    for floor, wave in ((None, None), (0.5, 3)):
         out = io.StringIO()
-        uci = UciEngine(out, model=model, rescale_floor=floor)
+        uci = UciEngine(out, model=model, tuning=PlayOptions(rescale_floor=floor, wave_size=wave))
         try:
             for command in ("position startpos", "go nodes 8"):
                 uci.handle(command)
@@ -220,8 +222,8 @@ def test_rescale_floor_reaches_every_search(model: str, monkeypatch: pytest.Monk
                 time.sleep(0.01)
         finally:
             uci.shutdown()
-        assert "bestmove" in out.getvalue() and floors and set(floors) == {floor}, floors
-        floors.clear()
+        assert "bestmove" in out.getvalue() and seen and set(seen) == {(floor, wave)}, seen
+        seen.clear()
 
 
 def test_wdl_sums_to_1000_and_follows_the_value() -> None:

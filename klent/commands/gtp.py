@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from klent import __version__
-from klent.cli import CommandError, add_rescale_floor
+from klent.cli import CommandError, add_search_tuning
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-weights", default=None,
                         help="Dyna-2's permanent weights; their board size is then the only one accepted "
                         "(default: weights/go<N>-td.npz for each board size N)")
-    add_rescale_floor(parser, "2, measured stronger on 9x9")
+    add_search_tuning(parser, "2, measured stronger on 9x9")
     parser.add_argument("--td-root-moves", type=int, default=0,
                         help="modes td and dyna2: choose among the network policy's this many most probable moves, "
                         "by the simulated games' values (0: no network, every move; default: 0)")
@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=_simulations(args.simulations, args.time), time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
-                            td_root_moves=args.td_root_moves, rescale_floor=args.rescale_floor),
+                            td_root_moves=args.td_root_moves, rescale_floor=args.rescale_floor,
+                            wave_size=args.wave_size),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,

@@ -1,6 +1,6 @@
-"""`klent uci [--model PATH] [--precision float32|int8] [--rescale-floor F]`: a UCI engine on stdin/stdout (GUIs,
-lichess-bot, `klent match`): chess, and Gardner chess and Animal Shogi through the ``UCI_Variant``
-option."""
+"""`klent uci [--model PATH] [--precision float32|int8] [--rescale-floor F] [--wave-size W]`: a UCI
+engine on stdin/stdout (GUIs, lichess-bot, `klent match`): chess, and Gardner chess and Animal Shogi
+through the ``UCI_Variant`` option."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from klent import __version__
-from klent.cli import CommandError, add_rescale_floor
+from klent.cli import CommandError, add_search_tuning
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,15 +21,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", choices=("float32", "int8"), default="float32",  # engine.network.PRECISIONS
                         help="int8 plays the model's quantized sibling <stem>.int8.onnx (`klent quantize MODEL` "
                         "makes it); the Precision option changes it (default: float32)")
-    add_rescale_floor(parser, "2 for chess, measured stronger; 1e-8 for the variants")
+    add_search_tuning(parser, "2 for chess, measured stronger; 1e-8 for the variants")
 
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, so that `klent uci --help` answers without loading onnxruntime and numba.
+    from engine.player import PlayOptions
     from protocols.uci import UciEngine
 
     if args.model is not None and not Path(args.model).is_file():
         raise CommandError(f"no model file {args.model!r}")
     engine = UciEngine(sys.stdout, model=args.model, name=f"klent {__version__}", precision=args.precision,
-                       rescale_floor=args.rescale_floor)
+                       tuning=PlayOptions(rescale_floor=args.rescale_floor, wave_size=args.wave_size))
     return engine.run(sys.stdin.buffer)
