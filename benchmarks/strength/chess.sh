@@ -8,8 +8,8 @@
 # 300 plies after the opening.
 #
 # SETTINGS: reactive (one network call a move), gumbel (Gumbel search, 64 simulations, 0.2 s a
-# move), gumbelN (N simulations, 2 s a move at most) and gumbel1s (Gumbel search with 1 s a
-# move, as many simulations as fit).
+# move), gumbelN (N simulations, 2 s a move at most) and gumbelSs (Gumbel search with S seconds
+# a move, as many simulations as fit: gumbel1s, gumbel0.1s).
 # OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
 # load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
 # (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
@@ -57,9 +57,9 @@ play() {
   case $mode in
     reactive) play=(--option1 "SearchMode=reactive") ;;
     gumbel) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=64") ;;
-    gumbel1s) play=(--option1 "SearchMode=gumbel"); time=1 ;;
+    gumbel[0-9]*s) play=(--option1 "SearchMode=gumbel"); time=${mode#gumbel}; time=${time%s} ;;
     gumbel[0-9]*) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=${mode#gumbel}"); time=2 ;;
-    *) echo "a setting is reactive, gumbel, gumbel1s or gumbelN, not $mode" >&2; return 2 ;;
+    *) echo "a setting is reactive, gumbel, gumbelSs or gumbelN, not $mode" >&2; return 2 ;;
   esac
   if [ "$JOBS" -gt 1 ] || [ "$CONCURRENCY" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
   out=runs/strength/$NAME-$mode-$opponent
