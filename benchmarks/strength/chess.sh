@@ -9,7 +9,8 @@
 #
 # SETTINGS: reactive (one network call a move), gumbel (Gumbel search, 64 simulations, 0.2 s a
 # move), gumbelN (N simulations, 2 s a move at most) and gumbelSs (Gumbel search with S seconds
-# a move, as many simulations as fit: gumbel1s, gumbel0.1s).
+# a move, as many simulations as fit: gumbel1s, gumbel0.1s; klent's Move Overhead is then 10 ms,
+# not the 100 that a GUI needs, since klent match waits a second past the move time anyway).
 # OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
 # load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
 # (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
@@ -57,7 +58,7 @@ play() {
   case $mode in
     reactive) play=(--option1 "SearchMode=reactive") ;;
     gumbel) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=64") ;;
-    gumbel[0-9]*s) play=(--option1 "SearchMode=gumbel"); time=${mode#gumbel}; time=${time%s} ;;
+    gumbel[0-9]*s) play=(--option1 "SearchMode=gumbel" --option1 "Move Overhead=10"); time=${mode#gumbel}; time=${time%s} ;;
     gumbel[0-9]*) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=${mode#gumbel}"); time=2 ;;
     *) echo "a setting is reactive, gumbel, gumbelSs or gumbelN, not $mode" >&2; return 2 ;;
   esac
