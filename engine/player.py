@@ -66,7 +66,7 @@ __all__ = [
 
 Mode = Literal["reactive", "search", "td", "dyna2"]
 PLAY_RESCALE_FLOOR = 2.0  # the Gumbel search's rescaling floor at play for Go and chess (`PlayOptions.rescale_floor`)
-PLAY_WAVE_SIZE = 32  # descents per wave at play (`PlayOptions.wave_size`)
+CHESS_WAVE_SIZE = 4  # the Gumbel search's waves at play for chess (`PlayOptions.wave_size`)
 TD_MODES = ("td", "dyna2")  # the modes of `engine.search.td`, which need no network
 
 
@@ -123,9 +123,14 @@ class PlayOptions:
     small games have not been measured, so they keep mctx's.
 
     ``wave_size``: the most descents the Gumbel search makes from the root before their leaves
-    are evaluated together (`GumbelConfig.wave_size`; None: `PLAY_WAVE_SIZE`).  Larger waves
-    make larger network batches, which pay on a GPU, but every descent of a wave chooses its
-    path from the statistics as they were before the wave.
+    are evaluated together (`GumbelConfig.wave_size`); None: `CHESS_WAVE_SIZE` for chess,
+    `GumbelConfig`'s 32 for the other games.  Larger waves make larger network batches, but
+    every descent of a wave chooses its path from the statistics as they were before the wave.
+    Measured on a CPU with the shipped models (benchmarks/RESULTS.md): in chess, against
+    Stockfish Skill Level 0, waves of 4 beat 32 at 64 simulations and at equal time; on 9x9 Go
+    against GNU Go level 10 they won a few more games at 64 and 200 simulations, within the
+    noise, at 1.2 to 1.4 times the time a move (Go's batches pay more), so Go keeps 32.  On a
+    GPU, where a batch of 32 costs little more than one, larger waves may pay: unmeasured.
 
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
@@ -593,13 +598,13 @@ class Player:
         return _search_result(chosen, prior)
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:
+        # chess by its name: importing its kernels here would slow every Go engine's start
+        chess = self.game.name == "chess"
         floor = opts.rescale_floor
         if floor is None:
-            # chess by its name: importing its kernels here would slow every Go engine's start
-            measured = isinstance(self.game, GoGame) or self.game.name == "chess"
-            floor = PLAY_RESCALE_FLOOR if measured else RESCALE_EPSILON
-        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor,
-                              wave_size=opts.wave_size or PLAY_WAVE_SIZE)
+            floor = PLAY_RESCALE_FLOOR if chess or isinstance(self.game, GoGame) else RESCALE_EPSILON
+        wave = opts.wave_size or (CHESS_WAVE_SIZE if chess else GumbelConfig.wave_size)
+        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor, wave_size=wave)
         result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
         with self._lock:
             self._tree = result.tree

@@ -35,7 +35,7 @@ class CommandError(Exception):
     """A user mistake: printed as one line, exit status 2."""
 
 
-def add_search_tuning(parser: argparse.ArgumentParser, floor_default: str) -> None:
+def add_search_tuning(parser: argparse.ArgumentParser, floor_default: str, wave_default: str) -> None:
     """``--rescale-floor`` and ``--wave-size``, for the commands that play by Gumbel search
     (`klent gtp`, `klent uci`): ``PlayOptions.rescale_floor`` and ``PlayOptions.wave_size``,
     checked by argparse so that a bad value is a one-line error."""
@@ -65,7 +65,7 @@ def add_search_tuning(parser: argparse.ArgumentParser, floor_default: str) -> No
     parser.add_argument("--wave-size", type=wave, default=None,
                         help="search: descents from the root before their leaves are evaluated as one batch; "
                         "larger batches pay on a GPU, smaller waves choose from fresher statistics "
-                        "(default: engine.player.PLAY_WAVE_SIZE)")
+                        f"(default: {wave_default})")
 
 
 def _top_level_help() -> str:

@@ -212,19 +212,20 @@ def test_importing_the_search_does_no_work() -> None:
 
 def test_go_and_chess_search_with_the_measured_floor_the_small_games_with_mctxs(monkeypatch) -> None:
     """The rescaling floor measured stronger at play (benchmarks/RESULTS.md) is Go's and
-    chess's default; a game not measured keeps mctx's; an explicit floor wins over both.  The
-    wave size is `PLAY_WAVE_SIZE` unless one is given."""
+    chess's default; a game not measured keeps mctx's; an explicit floor wins over both.  So
+    with the wave size: chess's measured one, 32 for the other games, or the one given."""
     import engine.player
 
     seen = []
     real = engine.player.search
     monkeypatch.setattr(engine.player, "search", lambda state, network, limits, config, **rest: (
         seen.append((config.rescale_floor, config.wave_size)), real(state, network, limits, config=config, **rest))[1])
-    for name, default in (("chess", 2.0), ("go9", 2.0), ("gardner", 1e-8), ("animal_shogi", 1e-8)):
+    for name, default in (("chess", (2.0, 4)), ("go9", (2.0, 32)), ("gardner", (1e-8, 32)),
+                          ("animal_shogi", (1e-8, 32))):
         player = Player.without_model(games.get(name), PlayOptions(simulations=4, go_rules=False))
         player.decide()
         player.decide(PlayOptions(simulations=4, go_rules=False, rescale_floor=0.5, wave_size=3))
-        assert seen == [(default, engine.player.PLAY_WAVE_SIZE), (0.5, 3)], name
+        assert seen == [default, (0.5, 3)], name
         seen.clear()
     with pytest.raises(ValueError, match="wave_size must be >= 1"):
         PlayOptions(wave_size=0)
