@@ -127,10 +127,11 @@ class PlayOptions:
     `GumbelConfig`'s 32 for the other games.  Larger waves make larger network batches, but
     every descent of a wave chooses its path from the statistics as they were before the wave.
     Measured on a CPU with the shipped models (benchmarks/RESULTS.md): in chess, against
-    Stockfish Skill Level 0, waves of 4 beat 32 at 64 simulations and at equal time; on 9x9 Go
-    against GNU Go level 10 they won a few more games at 64 and 200 simulations, within the
-    noise, at 1.2 to 1.4 times the time a move (Go's batches pay more), so Go keeps 32.  On a
-    GPU, where a batch of 32 costs little more than one, larger waves may pay: unmeasured.
+    Stockfish Skill Level 0, waves of 4 beat 32 at 64 and 256 simulations and at equal time
+    (0.3 s a move: 0.535 against 0.355); on 9x9 Go against GNU Go level 10 they won a few more
+    games at 64 and 200 simulations, within the noise, at 1.2 to 1.4 times the time a move (Go's
+    batches pay more), so Go keeps 32.  On a GPU, where a batch of 32 costs little more than
+    one, larger waves may pay: unmeasured.
 
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
