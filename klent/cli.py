@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Callable
+from typing import TypeVar
 
 from klent import __version__
 
@@ -31,6 +33,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+N = TypeVar("N", int, float)
+
+
 class CommandError(Exception):
     """A user mistake: printed as one line, exit status 2."""
 
@@ -40,7 +45,7 @@ def add_search_tuning(parser: argparse.ArgumentParser, floor_default: str, wave_
     (`klent gtp`, `klent uci`): ``PlayOptions.rescale_floor`` and ``PlayOptions.wave_size``,
     checked by argparse so that a bad value is a one-line error."""
 
-    def number(text: str, kind: type[float] | type[int]) -> float:
+    def number(text: str, kind: Callable[[str], N]) -> N:
         try:
             return kind(text)
         except ValueError:
@@ -54,7 +59,7 @@ def add_search_tuning(parser: argparse.ArgumentParser, floor_default: str, wave_
         return value
 
     def wave(text: str) -> int:
-        value = int(number(text, int))
+        value = number(text, int)
         if value < 1:
             raise argparse.ArgumentTypeError(f"{text} is not >= 1")
         return value
