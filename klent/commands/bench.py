@@ -14,6 +14,7 @@ BENCHMARKS = {
     "server": "HTTP requests/s and latency with request batching vs one at a time",
     "ab": "head-to-head of two trained models (training A/B runs)",
     "paired": "two klent match rows from the same openings compared game by game (wins, margins, sign test)",
+    "ladder": "one Elo rating, with its interval, from matches against rated anchors (FOLDER=ELO ...)",
     "slope": "a training run's snapshots against a fixed pool of references",
     "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
     "chess_regret": "value a chess model's moves give away by play setting (teacher labels, or a match's blunders)",
