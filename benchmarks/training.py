@@ -18,6 +18,13 @@ Runtime (latest.onnx exported every iteration) and once through torch (an export
 
 The training step per sample is also timed in both precisions of ``[optim] precision``, side by
 side, whatever ``--precision`` the trainer is timed with.
+
+A distillation run (`--algo distill`) plays no games: its bound is the training step alone, and
+its overhead is reading the labelled positions into samples (`training.distill.to_samples`),
+the checkpoint and the amortised export.  It is timed with a run's own config and a labelled
+set (its loading, once per run, is reported apart):
+
+    klent bench training --config training/configs/chess_distill_cpu.toml --data data/chess-cp
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import argparse
 import dataclasses
 import tempfile
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -33,9 +41,10 @@ import torch
 import engine.games as games
 from engine.games.base import Game
 from engine.network import OnnxEvaluator, default_threads
-from training.config import PRECISIONS, EvalConfig, OptimConfig, TrainConfig
+from training.config import PRECISIONS, EvalConfig, OptimConfig, TrainConfig, load_config
+from training.distill import distill_loss
 from training.export import export_onnx
-from training.fitting import fit
+from training.fitting import Loss, fit
 from training.klent import batch_loss as klent_batch_loss
 from training.nets import NetConfig, build_net
 from training.selfplay import Samples, SelfPlayConfig
@@ -66,15 +75,24 @@ def network_bound(config: TrainConfig, repeats: int, threads: int) -> dict[str, 
             for _ in range(repeats):
                 evaluator.evaluate_encoded(obs, masks)
             result[f"forward_{name}"] = (time.perf_counter() - start) / (repeats * batch)
-    samples_count = config.optim.batch_size * repeats
-    samples = random_samples(game, samples_count, rng)
+    result.update(train_seconds(config, model, random_samples(game, config.optim.batch_size * repeats, rng),
+                                klent_batch_loss))
+    return result
+
+
+def train_seconds(
+    config: TrainConfig, model: torch.nn.Module, samples: Samples, loss: Callable[..., Loss]
+) -> dict[str, float]:
+    """Seconds per sample of a training step over ``samples`` in each precision (side by side:
+    a ratio in one run), and ``train``: in the config's own."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batch_size = config.optim.batch_size
-    for precision, dtype in PRECISIONS.items():  # side by side: a ratio in one run
-        fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"), autocast=dtype)
+    result = {}
+    for precision, dtype in PRECISIONS.items():
+        fit(model, optimizer, samples, loss, batch_size, 1, torch.device("cpu"), autocast=dtype)  # warm-up
         start = time.perf_counter()
-        fit(model, optimizer, samples, klent_batch_loss, batch_size, 1, torch.device("cpu"), autocast=dtype)
-        result[f"train_{precision}"] = (time.perf_counter() - start) / samples_count
+        fit(model, optimizer, samples, loss, batch_size, 1, torch.device("cpu"), autocast=dtype)
+        result[f"train_{precision}"] = (time.perf_counter() - start) / len(samples)
     result["train"] = result[f"train_{config.optim.precision}"]
     return result
 
@@ -91,6 +109,43 @@ def random_samples(game: Game, count: int, rng: np.random.Generator) -> Samples:
         value_weight=np.ones(count, dtype=np.float32),
         simulator_evaluations=0,
     )
+
+
+def distill_throughput(config: TrainConfig, iterations: int, threads: int) -> dict[str, float]:
+    """Samples per second of a distillation run's iterations after a warm-up one (collecting
+    the positions' samples, fitting, checkpoint; the export of one iteration in
+    ``export_every`` amortised), the bound of the training step alone on samples shaped like
+    the run's (every move given a value), and where the run's time goes."""
+    torch.set_num_threads(threads)
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        trainer = Trainer(config, folder, device="cpu", threads=threads, progress=False)
+        load_seconds = time.perf_counter() - start
+        trainer.step()
+        records = []
+        start = time.perf_counter()
+        for _ in range(iterations):
+            records.append(trainer.step())
+        seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        export_onnx(trainer.model, trainer.game, f"{folder}/export.onnx")
+        export_seconds = time.perf_counter() - start
+        positions = len(trainer.algorithm.labelled)  # type: ignore[attr-defined]
+        rng = np.random.default_rng(0)
+        samples = random_samples(trainer.game, config.optim.batch_size * 10, rng)
+        samples = dataclasses.replace(samples, q_targets=rng.uniform(-1, 1, samples.policy.shape).astype(np.float32))
+        bound = train_seconds(config, trainer.model, samples, distill_loss)
+    seconds_per_iteration = seconds / iterations + export_seconds / config.export_every
+    return {
+        **bound,
+        "samples_per_second": config.distill.positions / seconds_per_iteration,
+        "seconds_per_iteration": seconds_per_iteration,
+        "collect_seconds": sum(r["selfplay_seconds"] for r in records) / iterations,
+        "fit_seconds": sum(r["train_seconds"] for r in records) / iterations,
+        "export_seconds": export_seconds,
+        "load_seconds": load_seconds,
+        "positions": positions,
+    }
 
 
 def trainer_throughput(config: TrainConfig, iterations: int, threads: int) -> dict[str, float]:
@@ -133,8 +188,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=default_threads())
     parser.add_argument("--evaluators", nargs="+", default=["onnx", "torch"],
                         choices=["onnx", "torch"])
+    parser.add_argument("--config", help="a distillation run's config (training/configs/*_distill_*.toml) to "
+                        "time instead of KLENT self-play")
+    parser.add_argument("--data", help="with --config: the labelled set ([distill] data)")
     args = parser.parse_args(argv)
-
+    if args.iterations < 1:
+        parser.error("--iterations must be at least 1")
+    if args.config:
+        try:
+            config = load_config(args.config)
+            if args.data:
+                config = config.replace(distill=dataclasses.replace(config.distill, data=args.data))
+            config = config.replace(eval=EvalConfig(every=0), keep_every=0)
+        except (OSError, ValueError) as error:
+            parser.error(str(error))
+        if config.algo != "distill":
+            parser.error(f"{args.config} is a {config.algo} run: --config times distillation runs "
+                         "(KLENT self-play is timed from the flags)")
+        return report_distill(config, args.iterations, args.threads, parser)
     base = TrainConfig(
         game=args.game,
         blocks=args.blocks,
@@ -170,5 +241,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  trainer, {name} self-play: {rate:.0f} simulator evaluations/s = "
               f"{100 * share:.0f}% of the bound ({seconds:.1f} s per iteration; one export "
               f"{measured['export_seconds']:.1f} s)")
+    print("target >= 60% of the bound:", "met" if ok else "NOT met")
+    return 0 if ok else 1
+
+
+def report_distill(config: TrainConfig, iterations: int, threads: int, parser: argparse.ArgumentParser) -> int:
+    """Print a distillation run's throughput against its training step (see the docstring)."""
+    try:
+        measured = distill_throughput(config, iterations, threads)
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
+    share = measured["samples_per_second"] * measured["train"]
+    print(f"{config.game}, {config.net_config().arch}, distillation: {config.distill.positions} positions per "
+          f"iteration, batch {config.optim.batch_size}, {threads} threads, fitting in {config.optim.precision}")
+    print(f"  labelled set: {measured['positions']:.0f} positions read and encoded in {measured['load_seconds']:.1f} s "
+          "(once per run)")
+    print(f"  train step per sample: {measured['train_float32'] * 1e6:.0f} us in float32, "
+          f"{measured['train_bfloat16'] * 1e6:.0f} us in bfloat16; bound {1 / measured['train']:.0f} samples/s")
+    print(f"  trainer: {measured['samples_per_second']:.0f} samples/s = {100 * share:.0f}% of the bound "
+          f"({measured['seconds_per_iteration']:.2f} s per iteration: samples {measured['collect_seconds']:.2f} s, "
+          f"fitting {measured['fit_seconds']:.2f} s, one export {measured['export_seconds']:.1f} s "
+          f"every {config.export_every})")
+    ok = share >= 0.6
     print("target >= 60% of the bound:", "met" if ok else "NOT met")
     return 0 if ok else 1

@@ -435,3 +435,33 @@ def test_the_policy_target_moves_its_best_weight_onto_the_first_of_equal_values(
     tied = teacher_policy(np.array([1.0, 1.0, 0.0], dtype=np.float32), 0.05, best_weight=1.0)
     assert tied.tolist() == [1.0, 0.0, 0.0]  # the teacher's line comes first among ties
     assert teacher_policy(values, 0.0, best_weight=0.3).tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_the_training_benchmark_times_a_distillation_run_against_its_training_step(
+    labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks.training import distill_throughput, main
+    from training.config import config_to_toml
+
+    base = load_config(CONFIGS / "chess_distill_cpu.toml")
+    config = dataclasses.replace(
+        base, blocks=1, channels=8, export_every=2, eval=EvalConfig(every=0), keep_every=0,
+        distill=dataclasses.replace(base.distill, data=str(labelled), positions=128), optim=OptimConfig(batch_size=64),
+    )
+    measured = distill_throughput(config, iterations=2, threads=1)
+    assert measured["positions"] == len(LabelledSet.load(labelled, engine.games.get("chess"), progress=False))
+    # an iteration is its samples, its fitting, the checkpoint and half an export (one every 2)
+    assert measured["seconds_per_iteration"] > measured["collect_seconds"] + measured["fit_seconds"] > 0
+    assert measured["seconds_per_iteration"] > measured["export_seconds"] / 2
+    assert measured["samples_per_second"] == pytest.approx(128 / measured["seconds_per_iteration"])
+    assert 0 < measured["train_float32"] and 0 < measured["train_bfloat16"]
+
+    small = tmp_path / "small.toml"
+    small.write_text(config_to_toml(config))
+    assert main(["--config", str(small), "--iterations", "1", "--threads", "1"]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "chess, " in out and "samples/s = " in out and "% of the bound" in out
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config", str(CONFIGS / "chess_cpu.toml")])
+    assert exit_info.value.code == 2
+    assert "--config times distillation runs" in capsys.readouterr().err
