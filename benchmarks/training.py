@@ -132,7 +132,7 @@ def distill_throughput(config: TrainConfig, iterations: int, threads: int) -> di
         export_seconds = time.perf_counter() - start
         positions = len(trainer.algorithm.labelled)  # type: ignore[attr-defined]
         rng = np.random.default_rng(0)
-        samples = random_samples(trainer.game, config.optim.batch_size * 10, rng)
+        samples = random_samples(trainer.game, config.distill.positions, rng)  # as many as an iteration fits
         samples = dataclasses.replace(samples, q_targets=rng.uniform(-1, 1, samples.policy.shape).astype(np.float32))
         bound = train_seconds(config, trainer.model, samples, distill_loss)
     seconds_per_iteration = seconds / iterations + export_seconds / config.export_every
