@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.paired import read_games
-from protocols.match import GameResult, distinct_games
+from protocols.match import distinct_games, summarise
+from protocols.match_stats import MatchSummary
 
 CHI2_95_HALF = 1.920729410347062  # half the 95 % quantile of chi-square with one degree of freedom
 SPAN = 4000.0  # ratings searched within this many points of the anchors
@@ -39,8 +40,13 @@ class Rung:
 
     name: str
     anchor: float
-    scores: tuple[float, ...]  # 1 a win, 0.5 a draw, 0 a loss, a game each
+    summary: MatchSummary
     distinct: int
+
+    @property
+    def score(self) -> float:
+        """Points won, a draw counting half."""
+        return self.summary.wins + 0.5 * self.summary.draws
 
 
 @dataclass(frozen=True)
@@ -52,13 +58,9 @@ class Rating:
     high: float
 
 
-def game_score(result: GameResult) -> float:
-    return 0.5 if result.winner is None else float(result.winner == 0)
-
-
 def read_rung(folder: Path, anchor: float) -> Rung:
     results = list(read_games(folder).values())
-    return Rung(folder.name, anchor, tuple(game_score(r) for r in results), distinct_games(results))
+    return Rung(folder.name, anchor, summarise(results), distinct_games(results))
 
 
 def expected(rating: float, anchor: float) -> float:
@@ -66,11 +68,13 @@ def expected(rating: float, anchor: float) -> float:
 
 
 def log_likelihood(rating: float, rungs: list[Rung]) -> float:
+    """Of every game: a rung's games share p, so its points and its games are all it takes
+    (a term whose weight is 0 is left out: p may round to 0 or 1 far from the anchor)."""
     total = 0.0
     for rung in rungs:
         p = expected(rating, rung.anchor)
-        for s in rung.scores:
-            total += (s * math.log(p) if s else 0.0) + ((1 - s) * math.log1p(-p) if s < 1 else 0.0)
+        won, lost = rung.score, rung.summary.games - rung.score
+        total += (won * math.log(p) if won else 0.0) + (lost * math.log1p(-p) if lost else 0.0)
     return total
 
 
@@ -87,14 +91,14 @@ def _bisect(decreasing: Callable[[float], float], low: float, high: float) -> fl
 
 def fit(rungs: list[Rung]) -> Rating:
     """The rating that best explains every game, with its likelihood-ratio 95 % interval."""
-    games = sum(len(r.scores) for r in rungs)
+    games = sum(r.summary.games for r in rungs)
     if games == 0:
         raise ValueError("no games to rate")
-    score = sum(sum(r.scores) for r in rungs)
+    score = sum(r.score for r in rungs)
     bottom = min(r.anchor for r in rungs) - SPAN
     top = max(r.anchor for r in rungs) + SPAN
     if 0 < score < games:
-        elo = _bisect(lambda x: score - sum(len(r.scores) * expected(x, r.anchor) for r in rungs), bottom, top)
+        elo = _bisect(lambda x: score - sum(r.summary.games * expected(x, r.anchor) for r in rungs), bottom, top)
     else:
         elo = top if score == games else bottom  # the likelihood rises without end towards it
     peak = log_likelihood(elo, rungs)
@@ -140,10 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| match | anchor | games (distinct) | score | expected at the fit |")
     print("|---|---|---|---|---|")
     for rung in rungs:
-        games = len(rung.scores)
         fitted = "" if math.isinf(rating.elo) else f"{expected(rating.elo, rung.anchor):.3f}"
-        rate = sum(rung.scores) / games if games else math.nan
-        print(f"| {rung.name} | {rung.anchor:.0f} | {games} ({rung.distinct}) | {rate:.3f} | {fitted} |")
+        print(f"| {rung.name} | {rung.anchor:.0f} | {rung.summary.games} ({rung.distinct}) | "
+              f"{rung.summary.win_rate:.3f} | {fitted} |")
     print(f"rating {_elo(rating.elo)} (95 % {_elo(rating.low)} to {_elo(rating.high)}) "
-          f"from {sum(len(r.scores) for r in rungs)} games")
+          f"from {sum(r.summary.games for r in rungs)} games")
     return 0

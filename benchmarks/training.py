@@ -116,7 +116,6 @@ def distill_throughput(config: TrainConfig, iterations: int, threads: int) -> di
     the positions' samples, fitting, checkpoint; the export of one iteration in
     ``export_every`` amortised), the bound of the training step alone on samples shaped like
     the run's (every move given a value), and where the run's time goes."""
-    torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
         # no export inside the timed iterations: one is timed apart and amortised below

@@ -11,12 +11,11 @@ import pytest
 
 from benchmarks.ladder import CHI2_95_HALF, Rung, expected, fit, log_likelihood, main
 from protocols.match import GameResult
-from protocols.match_stats import elo_difference
+from protocols.match_stats import MatchSummary, elo_difference
 
 
 def rung(anchor: float, wins: int, losses: int, draws: int = 0) -> Rung:
-    scores = (1.0,) * wins + (0.0,) * losses + (0.5,) * draws
-    return Rung(f"elo{anchor:.0f}", anchor, scores, len(scores))
+    return Rung(f"elo{anchor:.0f}", anchor, MatchSummary.from_counts(wins, losses, draws), wins + losses + draws)
 
 
 def write_match(folder: Path, winners: list[int | None]) -> Path:
@@ -54,8 +53,8 @@ def test_an_even_score_is_rated_at_its_anchor_with_a_symmetric_interval() -> Non
 def test_several_rungs_balance_the_expected_and_the_actual_score() -> None:
     rungs = [rung(1350, 80, 20), rung(1500, 60, 38, 2), rung(1700, 30, 70), rung(2000, 3, 97)]
     rating = fit(rungs)
-    played = sum(sum(r.scores) for r in rungs)
-    assert sum(len(r.scores) * expected(rating.elo, r.anchor) for r in rungs) == pytest.approx(played, abs=1e-6)
+    played = sum(r.score for r in rungs)
+    assert sum(r.summary.games * expected(rating.elo, r.anchor) for r in rungs) == pytest.approx(played, abs=1e-6)
     assert 1500 < rating.elo < 1700
     # more games pin the rating more tightly than the middle rung alone
     alone = fit([rungs[1]])
