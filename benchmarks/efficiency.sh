@@ -13,6 +13,11 @@
 #   benchmarks/efficiency.sh                      # 2 games x 2 algorithms x 2 seeds, 2 at a time
 #   SEEDS=3 JOBS=1 benchmarks/efficiency.sh       # 3 seeds, one run at a time
 #   GAMES=gardner REACH=0.3 benchmarks/efficiency.sh
+#   GAMES=animal_shogi EVALUATIONS=1e7 ANCHOR_EVERY=500000 benchmarks/efficiency.sh
+#
+# EVALUATIONS stops every run at the first iteration that has spent that many simulator
+# evaluations (the configs' iterations otherwise); raise it and run again to extend the curves.
+# ANCHOR_EVERY (simulator evaluations between anchor matches) may change on a resumption too.
 #
 # Resumable: a run folder that holds a checkpoint is resumed (`klent train --resume`), a
 # finished one returns at once, so the script can be stopped and started again at will; the
@@ -30,8 +35,10 @@ THREADS=${THREADS:-1}                 # torch threads per run
 GAMES=${GAMES:-gardner animal_shogi}
 ALGOS=${ALGOS:-klent gumbel_az}       # the config names' spelling
 REACH=${REACH:-0.5}
+EVALUATIONS=${EVALUATIONS:-}          # empty: each config's own iterations
+ANCHOR_EVERY=${ANCHOR_EVERY:-}        # empty: each config's eval.anchor_every_evaluations
 KLENT=${KLENT:-klent}
-export OUT THREADS KLENT
+export OUT THREADS KLENT EVALUATIONS ANCHOR_EVERY
 export PATH="$PATH:/usr/games"        # Debian installs Fairy-Stockfish there
 
 if ! command -v fairy-stockfish >/dev/null; then
@@ -46,6 +53,12 @@ train_one() {  # game algo seed: start the run, or resume it
     local how=(--config "training/configs/$1_$2_cpu.toml" --seed "$3")
     if [[ -f "$run/checkpoint.pt" ]]; then
         how=(--resume)
+    fi
+    if [[ -n "$EVALUATIONS" ]]; then
+        how+=(--evaluations "$EVALUATIONS")
+    fi
+    if [[ -n "$ANCHOR_EVERY" ]]; then
+        how+=(--set "eval.anchor_every_evaluations=$ANCHOR_EVERY")
     fi
     echo "$(date '+%F %T') $name: klent train ${how[*]}"
     if "$KLENT" train "${how[@]}" --out "$run" --threads "$THREADS" --no-progress >>"$OUT/$name.log" 2>&1; then

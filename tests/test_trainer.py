@@ -433,6 +433,30 @@ def test_gumbel_az_and_an_ablation_preset_train_and_plot(tmp_path: Path, capsys)
     assert "vs random" not in printed[1]  # never evaluated
 
 
+def test_a_budget_of_evaluations_stops_each_algorithm_at_the_first_iteration_that_spends_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # KLENT spends one evaluation a move (16 games x 4 steps = 64 an iteration); Gumbel AZ spends
+    # its searches' too, so the same budget is fewer of its iterations.
+    for algo, per_move in (("klent", 1), ("gumbel-az", 4)):
+        config = countup_config(algo=algo, gumbel_az={"simulations": 4}, eval=EvalConfig(every=0))
+        out = tmp_path / algo
+        done = Trainer(config, out, threads=1).run(evaluations=700, progress=False)
+        records = read_metrics(out / "metrics.jsonl")
+        assert len(records) == done >= 2
+        assert records[-1]["simulator_evaluations"] >= 700 > records[-2]["simulator_evaluations"]
+        assert records[0]["simulator_evaluations"] >= 64 * per_move
+    # The CLI: a resumed run goes on to a larger budget (one evaluation more: one iteration more);
+    # a nonsensical one is a one-line error.
+    records = read_metrics(tmp_path / "klent" / "metrics.jsonl")
+    spent = records[-1]["simulator_evaluations"]
+    assert klent_main(["train", "--out", str(tmp_path / "klent"), "--resume", "--evaluations", str(spent + 1),
+                       "--no-progress"]) == 0
+    assert f"{len(records) + 1} iterations, " in capsys.readouterr().out
+    assert klent_main(["train", "--out", str(tmp_path / "klent"), "--resume", "--evaluations", "0"]) == 2
+    assert "--evaluations must be at least 1" in capsys.readouterr().err
+
+
 def test_plot_summary_says_from_which_iteration_cpu_was_metered() -> None:
     records = [
         {"iteration": 1, "samples": 10, "simulator_evaluations": 40, "wall_seconds": 360.0},

@@ -153,10 +153,14 @@ class Trainer:
         iterations: int | None = None,
         minutes: float | None = None,
         progress: bool = True,
+        evaluations: int | None = None,
     ) -> int:
-        """Train until ``iterations`` in total are done or ``minutes`` have passed (the
-        iteration under way is finished); returns the number of iterations completed."""
-        if iterations is None and minutes is None:
+        """Train until ``iterations`` in total are done, ``evaluations`` simulator evaluations in
+        total are spent or ``minutes`` have passed, whichever comes first (the iteration under way
+        is finished); returns the number of iterations completed.  A budget in evaluations is
+        what the efficiency curves compare algorithms at: their iterations cost different numbers
+        of evaluations."""
+        if iterations is None and minutes is None and evaluations is None:
             iterations = self.config.iterations
         started = time.monotonic()
         bar = tqdm(
@@ -168,6 +172,8 @@ class Trainer:
         )
         try:
             while iterations is None or self.iteration < iterations:
+                if evaluations is not None and self.simulator_evaluations >= evaluations:
+                    break
                 if minutes is not None and self.dist.agree(time.monotonic() - started >= 60 * minutes):
                     break
                 record = self.step()

@@ -6,6 +6,7 @@ trained checkpoint (`--init`); or learn Dyna-2's permanent memory for Go by TD s
     klent train --game go9 --config training/configs/go9_cpu.toml --out runs/go9
     klent train --config training/configs/gardner_klent_cpu.toml --seed 1 --out runs/eff/gardner-klent-s1
     klent train --out runs/go9 --resume --minutes 60
+    klent train --config training/configs/animal_shogi_gumbel_az_cpu.toml --evaluations 1e7 --out runs/a
     klent train --config training/configs/chess_distill_cpu.toml --data data/chess --out runs/chess-d
     klent train --config training/configs/go9_distill_cpu.toml --set distill.score_scale=10 --out runs/arm
     klent train --config training/configs/chess_cpu.toml --init runs/chess-d/checkpoint.pt --out runs/c
@@ -57,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--iterations", type=int, help="stop after this many iterations in total")
     parser.add_argument("--minutes", type=float, help="stop after this much wall-clock time")
+    parser.add_argument("--evaluations", type=float,
+                        help="stop once this many simulator evaluations in total are spent (e.g. 1e7: "
+                        "equal budgets for algorithms whose iterations cost different numbers)")
     parser.add_argument("--device", help="cpu, cuda, cuda:1, mps (default: the best available)")
     parser.add_argument("--threads", type=int, help="CPU threads per process (default: all cores)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -75,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--iterations must be at least 1")
     if args.minutes is not None and args.minutes <= 0:
         raise CommandError("--minutes must be positive")
+    if args.evaluations is not None and args.evaluations < 1:
+        raise CommandError("--evaluations must be at least 1")
     chosen = {"game": args.game, "algo": args.algo, "preset": args.preset, "init": args.init, "seed": args.seed}
     overrides = {k: v for k, v in chosen.items() if v is not None}
     if args.resume:
@@ -96,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     try:
-        done = run_.run(args.iterations, args.minutes, progress=not args.no_progress)
+        evaluations = None if args.evaluations is None else int(args.evaluations)
+        done = run_.run(args.iterations, args.minutes, progress=not args.no_progress, evaluations=evaluations)
     except TrainingDiverged as error:  # a setting to change, not a bug: one line
         raise CommandError(str(error)) from None
     finally:
@@ -113,7 +120,8 @@ def _td_learning(args: argparse.Namespace) -> int:
     from engine.search.td import ShapeWeights
     from training.td_learning import train
 
-    unused = [name for name in ("config", "preset", "data", "seed", "iterations", "minutes", "device", "threads")
+    unused = [name for name in ("config", "preset", "data", "seed", "iterations", "minutes", "evaluations",
+                                "device", "threads")
               if getattr(args, name) is not None]
     if unused:
         raise CommandError(f"--algo td-learning takes no --{unused[0]}")
