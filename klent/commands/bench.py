@@ -8,7 +8,7 @@ import importlib
 from klent.cli import CommandError
 
 BENCHMARKS = {
-    "rules": "play + legal_mask + encode per position (Go 9x9/19x19, chess)",
+    "rules": "play + legal_mask + encode per position (Go, chess, Othello, Hex, Gardner, Animal Shogi)",
     "search": "ONNX Runtime positions/s vs Gumbel search simulations/s (--compare A B: two models side by side)",
     "training": "self-play + training throughput vs the network-only bound",
     "server": "HTTP requests/s and latency with request batching vs one at a time",
