@@ -14,17 +14,23 @@
 #   SEEDS=3 JOBS=1 benchmarks/efficiency.sh       # 3 seeds, one run at a time
 #   GAMES=gardner REACH=0.3 benchmarks/efficiency.sh
 #   GAMES=animal_shogi EVALUATIONS=1e7 ANCHOR_EVERY=500000 benchmarks/efficiency.sh
+#   GAMES=animal_shogi ALGOS=klent PRESETS="klent kl-only ent-only one-step monte-carlo" benchmarks/efficiency.sh
 #
 # EVALUATIONS stops every run at the first iteration that has spent that many simulator
 # evaluations (the configs' iterations otherwise); raise it and run again to extend the curves.
 # ANCHOR_EVERY (simulator evaluations between anchor matches) may change on a resumption too.
+# PRESETS runs the KLENT arm once per ablation preset of the paper's table 2 (`klent train
+# --preset`), as <game>-klent-<preset>-s<seed> (preset `klent` is the plain KLENT run), and
+# groups the figure by algorithm and preset.
 #
 # Resumable: a run folder that holds a checkpoint is resumed (`klent train --resume`), a
 # finished one returns at once, so the script can be stopped and started again at will; the
 # plot is redrawn from whatever the runs have logged.  Runs go to $OUT/<game>-<algo>-s<seed>
-# with their logs beside them ($OUT/<name>.log); the figure to $OUT/efficiency.png.  On 2 cores
-# a run of 2e7 evaluations takes a few hours (KLENT less than Gumbel AlphaZero per evaluation),
-# each anchor match of 64 games one to two minutes.
+# with their logs beside them ($OUT/<name>.log); the figure to $OUT/efficiency.png.  On one
+# core of the project's 2-core machine, Animal Shogi ran at about 3,000 simulator evaluations a
+# second with KLENT (it fits a sample per evaluation) and 8,700 with Gumbel AlphaZero (32 per
+# sample): 2e7 evaluations are about 1.9 and 0.6 hours.  An anchor match of 64 games at depth 1
+# takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,6 +43,7 @@ ALGOS=${ALGOS:-klent gumbel_az}       # the config names' spelling
 REACH=${REACH:-0.5}
 EVALUATIONS=${EVALUATIONS:-}          # empty: each config's own iterations
 ANCHOR_EVERY=${ANCHOR_EVERY:-}        # empty: each config's eval.anchor_every_evaluations
+PRESETS=${PRESETS:-}                  # empty: the configs' own KLENT (no ablation runs)
 KLENT=${KLENT:-klent}
 export OUT THREADS KLENT EVALUATIONS ANCHOR_EVERY
 export PATH="$PATH:/usr/games"        # Debian installs Fairy-Stockfish there
@@ -47,10 +54,14 @@ if ! command -v fairy-stockfish >/dev/null; then
 fi
 mkdir -p "$OUT"
 
-train_one() {  # game algo seed: start the run, or resume it
+train_one() {  # game algo seed [preset]: start the run, or resume it
     local name="$1-$2-s$3"
-    local run="$OUT/$name"
     local how=(--config "training/configs/$1_$2_cpu.toml" --seed "$3")
+    if [[ -n "${4:-}" && "$4" != klent ]]; then  # preset klent is the config's own run
+        name="$1-$2-$4-s$3"
+        how+=(--preset "$4")
+    fi
+    local run="$OUT/$name"
     if [[ -f "$run/checkpoint.pt" ]]; then
         how=(--resume)
     fi
@@ -72,9 +83,19 @@ export -f train_one
 for seed in $(seq 0 $((SEEDS - 1))); do
     for game in $GAMES; do
         for algo in $ALGOS; do
-            echo "$game $algo $seed"
+            if [[ "$algo" == klent && -n "$PRESETS" ]]; then
+                for preset in $PRESETS; do
+                    echo "$game $algo $seed $preset"
+                done
+            else
+                echo "$game $algo $seed"
+            fi
         done
     done
 done | xargs -P "$JOBS" -L 1 bash -c 'train_one "$@"' _
 
-"$KLENT" plot --efficiency "$OUT"/*/ -o "$OUT/efficiency.png" --reach "$REACH"
+group=algo
+if [[ -n "$PRESETS" ]]; then
+    group=algo,klent.preset
+fi
+"$KLENT" plot --efficiency "$OUT"/*/ -o "$OUT/efficiency.png" --reach "$REACH" --group-by "$group"
