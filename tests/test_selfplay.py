@@ -171,6 +171,41 @@ def test_collect_klent_shapes_counts_and_monte_carlo_returns() -> None:
     assert continued >= 1
 
 
+class LeaningEvaluator(ConstantEvaluator):
+    """Equal action values, and a policy that gives the first action probability ``first``."""
+
+    def __init__(self, game, first: float) -> None:
+        super().__init__(game, q=0.5)
+        self.logits = np.log([first, 1.0 - first]).astype(np.float32)
+
+    def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation:
+        plain = super().evaluate_encoded(obs, masks)
+        logits, q = apply_legal_mask(np.tile(self.logits, (len(obs), 1)), plain.action_values, masks)
+        return Evaluation(logits, q, None)
+
+
+def test_collect_klent_takes_the_kl_term_against_a_reference_network_when_given_one() -> None:
+    game = games.get("countup")
+    assert game.num_actions == 2
+    config = klent.KlentConfig()
+    exponent = config.beta / (config.alpha + config.beta)  # equal Q: pi' ~ prior ** exponent
+    for reference in (None, LeaningEvaluator(game, first=0.8)):
+        own = LeaningEvaluator(game, first=0.3)
+        slots = GameSlots(game, 4, np.random.default_rng(0), archive=None)
+        samples = klent.collect(slots, own, config, steps=5, reference=reference)
+        prior = np.array([0.3, 0.7]) if reference is None else np.array([0.8, 0.2])
+        expected = prior**exponent / (prior**exponent).sum()
+        live = samples.masks.any(axis=1)
+        np.testing.assert_allclose(samples.policy[live], np.tile(expected, (live.sum(), 1)), rtol=1e-5)
+        # The KL logged is to the prior pi' was drawn towards; the simulator evaluations are
+        # the states played, whichever networks looked at them.
+        kl = float((expected * np.log(expected / prior)).sum())
+        assert samples.stats["kl"] == pytest.approx(kl, rel=1e-5)
+        assert samples.simulator_evaluations == own.count == 5 * 4 + 4
+        if reference is not None:
+            assert reference.count == own.count  # every state, and the window-end ones
+
+
 def test_collect_klent_bootstraps_a_truncated_game_from_the_action_value() -> None:
     game = CappedCountUp(target=50, max_step=2)  # nobody reaches 50 in 3 moves: always cut
     slots = GameSlots(game, 4, np.random.default_rng(0), archive=None)

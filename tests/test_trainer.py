@@ -19,7 +19,7 @@ import torch
 
 from benchmarks.training import random_samples
 from engine.games.go import GoGame
-from engine.network import OnnxEvaluator
+from engine.network import OnnxEvaluator, read_model_info
 from klent.cli import main as klent_main
 from klent.commands.plot import run_summary
 from training import klent
@@ -455,6 +455,31 @@ def test_a_budget_of_evaluations_stops_each_algorithm_at_the_first_iteration_tha
     assert f"{len(records) + 1} iterations, " in capsys.readouterr().out
     assert klent_main(["train", "--out", str(tmp_path / "klent"), "--resume", "--evaluations", "0"]) == 2
     assert "--evaluations must be at least 1" in capsys.readouterr().err
+
+
+def test_klent_anchored_to_its_start_reads_the_init_network_and_says_so_in_its_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = tmp_path / "start"
+    Trainer(countup_config(eval=EvalConfig(every=0)), start, threads=1).run(iterations=1, progress=False)
+    anchored = countup_config(eval=EvalConfig(every=0), init=str(start / "checkpoint.pt"), kl_reference="init")
+    (tmp_path / "anchored.toml").write_text(config_to_toml(anchored))
+    assert load_config(tmp_path / "anchored.toml") == anchored  # the TOML round trip
+    Trainer(anchored, tmp_path / "run", threads=1).run(iterations=2, progress=False)
+    info = read_model_info(tmp_path / "run" / "latest.onnx").training
+    assert info["kl_reference"] == "init" and info["init"] == str(start / "checkpoint.pt")
+    assert "kl_reference" not in read_model_info(start / "latest.onnx").training
+    # Without a start there is nothing to anchor to; an unknown reference is refused in the config.
+    with pytest.raises(ValueError, match="needs a KLENT run started from a network"):
+        Trainer(countup_config(kl_reference="init"), tmp_path / "none", threads=1)
+    with pytest.raises(ValueError, match="kl_reference must be one of policy, init"):
+        countup_config(kl_reference="teacher")
+    # From the command line: --set klent.kl_reference with --init.
+    assert klent_main(["train", "--config", str(CONFIGS / "countup_cpu.toml"), "--out", str(tmp_path / "cli"),
+                       "--init", str(start / "checkpoint.pt"), "--set", 'klent.kl_reference="init"',
+                       "--iterations", "1", "--threads", "1", "--no-progress"]) == 0
+    assert 'kl_reference = "init"' in (tmp_path / "cli" / "config.toml").read_text()
+    capsys.readouterr()
 
 
 def test_plot_summary_says_from_which_iteration_cpu_was_metered() -> None:

@@ -58,16 +58,27 @@ class Algorithm(Protocol):
 
 
 def build_algorithm(
-    config: TrainConfig, game: Game, rank: int, world_size: int, progress: bool
+    config: TrainConfig, game: Game, rank: int, world_size: int, progress: bool, device: torch.device
 ) -> Algorithm:
-    """The algorithm ``config.algo`` of a run, for process ``rank`` of ``world_size``."""
+    """The algorithm ``config.algo`` of a run, for process ``rank`` of ``world_size`` (whose
+    networks live on ``device``)."""
     ownership_targets = config.ownership_head or config.score_head
+    if config.kl_reference == "init" and not (config.algo == "klent" and config.init):
+        raise ValueError('[klent] kl_reference = "init" needs a KLENT run started from a network (--init)')
     if config.algo == "klent":
+        from training.checkpoint import initial_weights
         from training.klent import Klent
+        from training.nets import build_net
+        from training.torch_evaluator import TorchEvaluator
 
+        reference = None
+        if config.kl_reference == "init":  # the start's network, frozen for the whole run
+            model = build_net(game, config.net_config())
+            model.load_state_dict(initial_weights(config.init, game, config.net_config()))
+            reference = TorchEvaluator(model, game, device)
         return Klent(
             config.klent_config(), config.preset, config.selfplay.steps,
-            config.selfplay.resign_threshold, ownership_targets,
+            config.selfplay.resign_threshold, ownership_targets, reference,
         )
     if config.algo == "gumbel-az":
         from training.gumbel_az import GumbelAZ  # engine.search is needed only by this baseline

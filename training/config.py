@@ -49,6 +49,10 @@ PRECISIONS: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.
 SECTIONS = ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval", "distill")
 NET_KEYS = ("architecture", "blocks", "channels", "heads", "ownership_head", "score_head", "global_pooling")
 KLENT_KEYS = ("alpha", "beta", "lam")
+# Whose policy KLENT's KL term pulls the improved policy towards: the current network's own (the
+# paper's), or the network a run started from (--init), fixed for the whole run -- an anchor
+# that keeps self-play near a teacher's play while the action values learn.
+KL_REFERENCES = ("policy", "init")
 
 
 @section
@@ -155,6 +159,7 @@ class TrainConfig:
     score_head: Bool = False
     global_pooling: Bool = False  # KataGo's global pooling in every second block
     preset: Str = "klent"  # KLENT ablation preset (training.klent.PRESETS)
+    kl_reference: Str = "policy"  # [klent] kl_reference: whose policy KLENT's KL term pulls towards (KL_REFERENCES)
     klent_overrides: dict[str, Float] = field(default_factory=dict)  # alpha / beta / lam
     gumbel_az: dict[str, Any] = field(default_factory=dict)  # training.gumbel_az.GumbelAZConfig
     selfplay: SelfPlayConfig = SelfPlayConfig()
@@ -170,6 +175,9 @@ class TrainConfig:
             known = ", ".join(klent.PRESETS)
             raise ValueError(f"unknown KLENT preset {self.preset!r}; known: {known}")
         _reject_unknown("[klent]", self.klent_overrides, KLENT_KEYS)
+        if self.kl_reference not in KL_REFERENCES:
+            known = ", ".join(KL_REFERENCES)
+            raise ValueError(f"[klent] kl_reference must be one of {known}, not {self.kl_reference!r}")
         self.klent_config()  # validate the overrides now, not an hour into the run
         self.net_config()
         if (self.ownership_head or self.score_head) and self.algo == "gumbel-az":
@@ -230,7 +238,7 @@ class TrainConfig:
             "init": self.init,
             "game_options": dict(self.game_options),
             "net": {key: getattr(self, key) for key in NET_KEYS},
-            "klent": {"preset": self.preset, **self.klent_overrides},
+            "klent": {"preset": self.preset, "kl_reference": self.kl_reference, **self.klent_overrides},
             "gumbel_az": dict(self.gumbel_az),
             "selfplay": dataclasses.asdict(self.selfplay),
             "optim": dataclasses.asdict(self.optim),
@@ -252,12 +260,14 @@ class TrainConfig:
         _reject_unknown("[net]", tables["net"], NET_KEYS)
         klent_table = dict(tables["klent"])
         preset = klent_table.pop("preset", "klent")
+        kl_reference = klent_table.pop("kl_reference", "policy")
         try:
             return cls(
                 **data,
                 game_options=tables["game_options"],
                 **tables["net"],
                 preset=preset,
+                kl_reference=kl_reference,
                 klent_overrides=klent_table,
                 gumbel_az=tables["gumbel_az"],
                 selfplay=_build(SelfPlayConfig, "selfplay", tables["selfplay"]),
@@ -387,7 +397,7 @@ def _toml_key(loc: Location) -> str:
     name, inner = str(loc[0]) if loc else "", key_path(loc[1:])
     if name in NET_KEYS:
         return f"[net] {name}"
-    if name in ("preset", "klent_overrides"):
+    if name in ("preset", "kl_reference", "klent_overrides"):
         return f"[klent] {inner or name}"
     if name in SECTIONS:
         return f"[{name}] {inner}".rstrip()

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.games.go import GoState
+from engine.network import Evaluation
 from training.fitting import Batch, Loss
 from training.nets import NetOutputs
 from training.ownership import final_targets
@@ -212,8 +213,13 @@ def collect(
     steps: int,
     resign_threshold: float = 0.0,
     ownership_targets: bool = False,
+    reference: EncodedEvaluator | None = None,
 ) -> Samples:
     """Play ``steps`` moves in every slot with actions sampled from pi' and build the targets.
+
+    pi' takes its KL term against the policy of ``reference`` when one is given (a fixed
+    network: the run's start, `training.config.KL_REFERENCES`), else against the evaluator's
+    own; the action values are always the evaluator's.
 
     Network calls: one per move across all slots, plus one at the window end to value the
     states the running games stopped in (their bootstrap v).  With ``resign_threshold`` > 0 a
@@ -248,13 +254,14 @@ def collect(
         obs[t], masks[t] = slots.observe()
         players[t] = [state.to_play for state in slots.states]
         out = evaluator.evaluate_encoded(obs[t], masks[t])
-        pi_improved = improved_policy(out.policy_logits, out.action_values, masks[t], config)
+        prior_logits = _kl_prior(out, reference, obs[t], masks[t])
+        pi_improved = improved_policy(prior_logits, out.action_values, masks[t], config)
         values[t] = state_value(pi_improved, out.action_values)
         actions[t] = sample_actions(pi_improved, slots.rng)
         q_taken[t] = out.action_values[np.arange(count), actions[t]]
         policy[t] = pi_improved
         entropy_sum += entropy(pi_improved).sum()
-        log_prior = masked_log_softmax(out.policy_logits, masks[t])
+        log_prior = masked_log_softmax(prior_logits, masks[t])
         kl_sum += kl_divergence(pi_improved, log_prior).sum()
         hopeless = values[t] < -resign_threshold if resign_threshold > 0 else None
         result = slots.step(actions[t], hopeless)
@@ -271,10 +278,8 @@ def collect(
     # valued by the network's own estimate of the move that led there: v(S_{t+1}) = -Q(S_t, A_t).
     end_obs, end_masks = slots.observe()
     end = evaluator.evaluate_encoded(end_obs, end_masks)
-    values[steps] = state_value(
-        improved_policy(end.policy_logits, end.action_values, end_masks, config),
-        end.action_values,
-    )
+    end_prior = _kl_prior(end, reference, end_obs, end_masks)
+    values[steps] = state_value(improved_policy(end_prior, end.action_values, end_masks, config), end.action_values)
     returns = lambda_returns(rewards, values, terminal, truncated, -q_taken, config.lam)
 
     samples = steps * count
@@ -304,6 +309,14 @@ def collect(
         ownership=None if ownership is None else ownership.reshape(samples, points),
         score=None if ownership is None else score.reshape(samples),
     )
+
+
+def _kl_prior(
+    own: Evaluation, reference: EncodedEvaluator | None, obs: np.ndarray, masks: np.ndarray
+) -> np.ndarray:
+    """The policy logits pi' takes its KL term against: the reference network's, else the
+    evaluator's own (``own``)."""
+    return own.policy_logits if reference is None else reference.evaluate_encoded(obs, masks).policy_logits
 
 
 def _fill_final_targets(
@@ -338,17 +351,20 @@ def _fill_final_targets(
 class Klent:
     """KLENT self-play (`training.algorithm.Algorithm`): ``steps`` moves per game slot and
     iteration, sampled from pi' of the current network; ``preset`` names ``config`` in model
-    files; ``resign_threshold`` and ``ownership_targets`` as in `collect`."""
+    files; ``resign_threshold``, ``ownership_targets`` and ``reference`` as in `collect`."""
 
     config: KlentConfig
     preset: str
     steps: int
     resign_threshold: float = 0.0
     ownership_targets: bool = False
+    reference: EncodedEvaluator | None = None
     plays_games: bool = True
 
     def collect(self, slots: GameSlots, network: Callable[[], EncodedEvaluator], iteration: int) -> Samples:
-        return collect(slots, network(), self.config, self.steps, self.resign_threshold, self.ownership_targets)
+        return collect(
+            slots, network(), self.config, self.steps, self.resign_threshold, self.ownership_targets, self.reference
+        )
 
     def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
         return batch_loss(outputs, batch)
@@ -357,4 +373,5 @@ class Klent:
         return {}
 
     def provenance(self) -> dict[str, str]:
-        return {"algorithm": f"klent:{self.preset}"}
+        anchored = {} if self.reference is None else {"kl_reference": "init"}
+        return {"algorithm": f"klent:{self.preset}", **anchored}

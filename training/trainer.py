@@ -127,7 +127,9 @@ class Trainer:
             )
         elif config.init:
             self.model.load_state_dict(initial_weights(config.init, self.game, self.net_config))
-        self.algorithm = build_algorithm(config, self.game, self.dist.rank, self.dist.world_size, progress)
+        self.algorithm = build_algorithm(
+            config, self.game, self.dist.rank, self.dist.world_size, progress, self.device
+        )
         # The module that fits: DDP averages the gradients across ranks (and keeps the
         # batch-norm statistics of rank 0); self-play and export use the plain self.model.
         self.ddp: torch.nn.Module = self.model
