@@ -480,6 +480,48 @@ def test_malformed_sgf(text: str, reason: str) -> None:
         read_sgf(text)
 
 
+def test_early_pass_off_allows_a_pass_only_when_no_stone_can_be_played() -> None:
+    """The training rule `GoGame(early_pass=False)`: no pass while a stone can be played; with
+    `fill_own_eyes=False` too, a player left with nothing but its own eyes passes, so random
+    self-play runs to a board where every dead stone is captured."""
+    strict = GoGame(5, early_pass=False)
+    start = strict.initial_state()
+    assert not start.legal_mask()[strict.pass_action] and GoGame(5).initial_state().legal_mask()[strict.pass_action]
+    with pytest.raises(IllegalMoveError, match="a stone can still be played"):
+        start.play(strict.pass_action)
+    # Black's two eyes, every other point Black's: Black can only pass (own eyes, eye filling
+    # off); White can only play into an eye, which is suicide, so White passes too.
+    diagram = """
+        X.XXX
+        XXXXX
+        XXXXX
+        XXXXX
+        XXX.X
+    """
+    played_out = GoGame(5, early_pass=False, fill_own_eyes=False)
+    black = position(played_out, diagram)
+    assert np.flatnonzero(black.legal_mask()).tolist() == [played_out.pass_action]
+    white = black.play(played_out.pass_action)
+    assert np.flatnonzero(white.legal_mask()).tolist() == [played_out.pass_action]
+    assert white.play(played_out.pass_action).is_terminal
+    assert not played_out.with_komi(6.5).early_pass and not played_out.with_encoder(2).early_pass
+    # Random self-play under both rules runs to a board whose every empty point is an eye of one
+    # colour: no dead stone is left for a referee to remove, so Tromp-Taylor's count is final.
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        state = GoGame(9, early_pass=False, fill_own_eyes=False, max_moves=500).initial_state()
+        while not state.is_terminal:
+            legal = np.flatnonzero(state.legal_mask())
+            state = state.play(int(rng.choice(legal)))
+        assert not state.is_truncated  # two passes, not the cap
+        board = state.board()
+        empty = np.argwhere(board == 0)
+        for r, c in empty:  # every empty point is an eye: all its neighbours one colour
+            colours = {int(board[rr, cc]) for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1))
+                       if 0 <= rr < 9 and 0 <= cc < 9}
+            assert len(colours) == 1 and 0 not in colours
+
+
 def test_fill_own_eyes_off_masks_and_refuses_only_true_own_eyes() -> None:
     """The training rule `GoGame(fill_own_eyes=False)`: Black may not fill its corner eye (A1)
     nor its eye at B3, but may fill B3 once it is a false eye (two White stones on its

@@ -12,6 +12,11 @@ Rules (what `GoState` enforces):
   its own single-point eyes (`go_kernels.own_eye`, the playout rule of classical Go programs).
   Self-play under it ends by passing instead of filling eyes until groups die; the engine's
   players keep the real rules and avoid such moves on their own (`engine.go_rules`).
+* ``GoGame(early_pass=False)``, a training rule too: a pass is legal only when no stone can be
+  played.  Self-play under it plays every game out until the dead stones are captured, so
+  Tromp-Taylor's count is the count a referee who removes dead stones would give; with passes
+  allowed, a network that learnt a referee's habits (passing with dead stones on the board)
+  teaches its action values that such stones live.
 * Two consecutive passes end the game, and so does the move cap (``max_moves``, default
   ``2 * size * size``); a capped game is scored like any other but ``is_truncated`` is True.
 * Score (Tromp-Taylor area): Black's stones and empty points reaching only Black, minus the
@@ -123,6 +128,8 @@ class GoState(BoardState["GoGame"]):
         k.legal_points(self._hist[0], color, self._hash, self._seen, game._nbr, game._zob, mask)
         if not game.fill_own_eyes:
             k.clear_own_eyes(self._hist[0], color, game._nbr, game._diag, mask)
+        if not game.early_pass and mask[: game.pass_action].any():
+            mask[game.pass_action] = False
         return mask
 
     def play(self, action: int) -> GoState:
@@ -133,6 +140,8 @@ class GoState(BoardState["GoGame"]):
         if self.is_terminal:
             raise IllegalMoveError(f"illegal move {game.vertex(action)}: the game is over")
         if action == game.pass_action:
+            if not game.early_pass and self.legal_mask()[: game.pass_action].any():
+                raise IllegalMoveError("illegal move pass: a stone can still be played (early_pass is off)")
             hist = np.concatenate((self._hist[:1], self._hist[:-1]))
             passes = self._passes + 1
             number = self._move_number + 1
@@ -220,7 +229,13 @@ class GoGame(BoardGame):
     setup_fields = ("komi", "sgf")
 
     def __init__(
-        self, size: int, komi: float = 7.5, max_moves: int | None = None, encoder: int = 1, fill_own_eyes: bool = True
+        self,
+        size: int,
+        komi: float = 7.5,
+        max_moves: int | None = None,
+        encoder: int = 1,
+        fill_own_eyes: bool = True,
+        early_pass: bool = True,
     ) -> None:
         if not isinstance(size, int) or not MIN_SIZE <= size <= MAX_SIZE:
             raise ValueError(f"Go board size must be {MIN_SIZE}..{MAX_SIZE}, not {size!r}")
@@ -236,6 +251,7 @@ class GoGame(BoardGame):
             raise ValueError(f"Go encoder version must be one of {self.ENCODERS}, not {encoder!r}")
         self.encoder_version = encoder
         self.fill_own_eyes = bool(fill_own_eyes)
+        self.early_pass = bool(early_pass)
         self.name = f"go{size}"
         self.num_actions = size * size + 1
         self.pass_action = size * size
@@ -249,14 +265,14 @@ class GoGame(BoardGame):
 
     def with_komi(self, komi: float) -> GoGame:
         """The same game with another komi (use `replay` to move a game line over)."""
-        return GoGame(self.size, komi, self.max_moves, self.encoder_version, self.fill_own_eyes)
+        return GoGame(self.size, komi, self.max_moves, self.encoder_version, self.fill_own_eyes, self.early_pass)
 
     def with_encoder(self, version: int) -> GoGame:
         """The same rules with another observation layout (for a model trained with it)."""
         if version == self.encoder_version:
             return self
         try:
-            return GoGame(self.size, self.komi, self.max_moves, version, self.fill_own_eyes)
+            return GoGame(self.size, self.komi, self.max_moves, version, self.fill_own_eyes, self.early_pass)
         except ValueError:
             raise ValueError(f"this klent encodes {self.name} with versions {self.ENCODERS}, not {version}") from None
 
