@@ -27,10 +27,10 @@
 # finished one returns at once, so the script can be stopped and started again at will; the
 # plot is redrawn from whatever the runs have logged.  Runs go to $OUT/<game>-<algo>-s<seed>
 # with their logs beside them ($OUT/<name>.log); the figure to $OUT/efficiency.png.  On one
-# core of the project's 2-core machine, Animal Shogi ran at about 3,000 simulator evaluations a
-# second with KLENT (it fits a sample per evaluation) and 8,700 with Gumbel AlphaZero (32 per
-# sample): 2e7 evaluations are about 1.9 and 0.6 hours.  An anchor match of 64 games at depth 1
-# takes seconds.
+# core of the project's 2-core machine, Animal Shogi's runs to 1e7 averaged about 2,700
+# simulator evaluations a CPU-second with KLENT (it fits a sample per evaluation) and 8,300 with
+# Gumbel AlphaZero (32 per sample): 2e7 evaluations are about 2.1 and 0.7 CPU-hours.  An anchor
+# match of 64 games at depth 1 takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
