@@ -1,18 +1,22 @@
 """Search speed next to raw network speed (`klent bench search`).
 
 Prints, in one run and on the same model (best of ``--rounds`` interleaved rounds): (a) ONNX
-Runtime positions/s at batch 1, 16 and 64 on pre-encoded observations; (b) simulations/s of
+Runtime positions/s at batch 1, 16, 64 and 256 on pre-encoded observations; (b) simulations/s of
 one game's Gumbel search at n = 200; (c) simulations/s of 64 games searched together.  The
 targets (issue 3) are b >= 50% of a at batch 16 and c >= 85% of a at batch 64: the search may
 cost at most 15% on top of the network when it can batch.
 
 ``--compare A.onnx B.onnx`` measures two models of one game side by side in one run (float32
 against int8, issue 23): the same positions, rounds alternating between them, and B/A for
-every figure.  Without ``--model`` or ``--compare`` a randomly initialised 6 x 64 network for
-``--game`` (default go9) is built and exported to a temporary file; that needs the training
-extra (torch).  Usage:
+every figure.  ``--providers cpu cuda`` does the same for one model on two ONNX Runtime
+execution providers (the GPU against the CPU on one machine); the header line says which
+providers each session really runs on, since a GPU provider that cannot start falls back.
+Without ``--model`` or ``--compare`` a randomly initialised 6 x 64 network for ``--game``
+(default go9) is built and exported to a temporary file; that needs the training extra
+(torch).  Usage:
 
     python -m benchmarks.search [--model PATH | --compare A B] [--games 64] [--simulations 200]
+                                [--providers cpu cuda]
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ from engine.games.base import Game, State
 from engine.network import OnnxEvaluator
 from engine.search import GumbelConfig, SearchLimits, search
 
-RAW_BATCHES = (1, 16, 64)
+RAW_BATCHES = (1, 16, 64, 256)
+# `--providers` names and the provider lists they stand for, best first (CPU is the fallback
+# that ONNX Runtime needs for operators a GPU provider does not take).
+PROVIDERS = {
+    "auto": None,  # `engine.network.select_providers`
+    "cpu": ["CPUExecutionProvider"],
+    "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+    "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
+}
 CONFIG = GumbelConfig(gumbel_scale=1.0)
 
 
@@ -47,23 +59,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simulations", type=int, default=200, help="n per search (default 200)")
     parser.add_argument("--moves", type=int, default=5, help="single-game searches timed in (b)")
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    parser.add_argument(
+        "--providers",
+        nargs="+",
+        choices=list(PROVIDERS),
+        default=["auto"],
+        help="execution providers: one, or two to measure one model on both (default auto)",
+    )
     parser.add_argument("--seconds", type=float, default=1.0, help="time per raw batch size and round")
     parser.add_argument("--rounds", type=int, default=3, help="measure everything this often, keep the best")
     args = parser.parse_args(argv)
     if min(args.games, args.simulations, args.moves, args.rounds) < 1:
         parser.error("--games, --simulations, --moves and --rounds must be >= 1")
+    if len(args.providers) > 2 or (len(args.providers) == 2 and args.compare):
+        parser.error("--providers takes one name, or two for one model (not with --compare)")
 
     with tempfile.TemporaryDirectory() as folder:
-        paths = args.compare or [args.model]
+        paths = args.compare or [args.model] * len(args.providers)
         if paths[0] is None:
-            paths = [os.path.join(folder, f"random-{args.game}.onnx")]
+            paths = [os.path.join(folder, f"random-{args.game}.onnx")] * len(args.providers)
             try:
                 _export_random_net(args.game, paths[0])
             except ImportError:
                 print("error: building a random network needs torch (the train extra); pass --model", file=sys.stderr)
                 return 2
         try:
-            evaluators = [OnnxEvaluator(path, threads=args.threads) for path in paths]
+            providers = [PROVIDERS[name] for name in args.providers] * (len(paths) // len(args.providers))
+            evaluators = [
+                OnnxEvaluator(path, providers=chosen, threads=args.threads) for path, chosen in zip(paths, providers)
+            ]
         except (OSError, ValueError) as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
@@ -122,7 +146,9 @@ def _report(args: argparse.Namespace, best: list[dict[str, float]]) -> None:
         unit = "positions/s" if label.startswith("(a)") else "simulations/s"
         ratio = f"{best[1][label] / best[0][label]:>9.2f}x" if len(best) == 2 else ""
         print(f"{label:<34}{''.join(f'{rates[label]:>10.0f}' for rates in best)}{ratio}  {unit}")
-    _, a16, a64, b, c = _labels(args)  # batch 1, 16, 64, one game, many games
+    labels = _labels(args)
+    a16, a64 = labels[RAW_BATCHES.index(16)], labels[RAW_BATCHES.index(64)]
+    b, c = labels[len(RAW_BATCHES) :]  # one game, many games
     for name, rates in zip(names, best):
         print(
             f"{name}: (b) = {rates[b] / rates[a16]:.0%} of (a) at batch 16 (target >= 50%), "

@@ -149,8 +149,13 @@ def test_refuses_a_model_whose_outputs_are_not_finite(countup_model: Path, tmp_p
 
 def test_provider_preference() -> None:
     everything = ["CPUExecutionProvider", "CUDAExecutionProvider", "TensorrtExecutionProvider"]
-    assert select_providers(everything) == [
+    assert select_providers(everything, tensorrt_found=True) == [
         "TensorrtExecutionProvider",
+        "CUDAExecutionProvider",
+        "CPUExecutionProvider",
+    ]
+    # Listed by a GPU build of ONNX Runtime, but libnvinfer is not installed: not tried.
+    assert select_providers(everything, tensorrt_found=False) == [
         "CUDAExecutionProvider",
         "CPUExecutionProvider",
     ]
@@ -169,11 +174,14 @@ def test_skips_providers_that_cannot_start(
     # A GPU build lists TensorRT and CUDA even when their libraries are missing; opening a
     # session on them then fails, and the evaluator must go on to the next provider.
     monkeypatch.setattr(network.ort, "get_available_providers", lambda: list(PROVIDER_PREFERENCE))
+    monkeypatch.setattr(network.ctypes.util, "find_library", lambda name: f"lib{name}.so.10")
     real_session = ort.InferenceSession
     attempts: list[str] = []
+    options: dict[str, dict[str, str]] = {}
 
-    def gpu_libraries_missing(path, sess_options, providers, **kwargs):
+    def gpu_libraries_missing(path, sess_options, providers, provider_options, **kwargs):
         attempts.append(providers[0])
+        options[providers[0]] = provider_options[0]
         if providers[0] != "CPUExecutionProvider":
             raise RuntimeError(f"{providers[0]}: libnvinfer.so.10 not found")
         return real_session(path, sess_options=sess_options, providers=providers, **kwargs)
@@ -181,6 +189,10 @@ def test_skips_providers_that_cannot_start(
     monkeypatch.setattr(network.ort, "InferenceSession", gpu_libraries_missing)
     evaluator = OnnxEvaluator(countup_model)
     assert attempts == list(PROVIDER_PREFERENCE)
+    # cuDNN picks convolution algorithms by heuristics, not by timing them for every new batch
+    # size (which made a one-game search 5x slower on an H100).
+    assert options["CUDAExecutionProvider"] == {"cudnn_conv_algo_search": "HEURISTIC"}
+    assert options["CPUExecutionProvider"] == {}
     assert evaluator.providers == ["CPUExecutionProvider"]
     assert evaluator.evaluate([evaluator.game.initial_state()]).policy_logits.shape == (1, 2)
     assert capsys.readouterr().out == ""  # stdout is the GTP/UCI channel: nothing printed

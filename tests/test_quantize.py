@@ -162,7 +162,7 @@ def test_bench_search_compare(quantized: tuple[str, str], capsys: pytest.Capture
     assert bench_search(["--compare", source, target, *options]) == 0
     out = capsys.readouterr().out
     assert "int8-qdq" in out and "B/A" in out
-    assert out.count("x  positions/s") == 3 and out.count("x  simulations/s") == 2
+    assert out.count("x  positions/s") == 4 and out.count("x  simulations/s") == 2
 
 
 # --- picking the int8 sibling (--precision int8) ------------------------------------------------
