@@ -11,10 +11,13 @@
 
 ARG VARIANT=gpu
 
-# CUDA 12 + cuDNN 9 runtime: what onnxruntime-gpu 1.18+ and torch's CUDA 12 wheels load.
-FROM nvidia/cuda:12.6.3-cudnn-runtime-ubuntu24.04 AS base-gpu
+# CUDA 13 + cuDNN 9 runtime: onnxruntime-gpu on PyPI is built for CUDA 13 (1.31.1 requires the
+# nvidia-*-cu13 libraries), so are torch's cu130 wheels.  That pair ran the engine on CUDA on an
+# H100 (driver 580; benchmarks/RESULTS.md, "The engine on a GPU"); with a CUDA 12 runtime the
+# CUDA provider cannot load and the engine would quietly run on the CPU.
+FROM nvidia/cuda:13.0.2-cudnn-runtime-ubuntu24.04 AS base-gpu
 ENV ONNXRUNTIME_PACKAGE=onnxruntime-gpu \
-    TORCH_INDEX=https://download.pytorch.org/whl/cu126
+    TORCH_INDEX=https://download.pytorch.org/whl/cu130
 
 FROM ubuntu:24.04 AS base-cpu
 ENV ONNXRUNTIME_PACKAGE=onnxruntime \
@@ -59,7 +62,7 @@ COPY weights ./weights
 # hadolint ignore=DL3013
 RUN pip install ".[server,train]" \
     && if [ "$ONNXRUNTIME_PACKAGE" != onnxruntime ]; then \
-         pip uninstall -y onnxruntime && pip install "$ONNXRUNTIME_PACKAGE>=1.18"; \
+         pip uninstall -y onnxruntime && pip install "$ONNXRUNTIME_PACKAGE>=1.31"; \
        fi \
     && python -c "import onnxruntime, torch; print('onnxruntime', onnxruntime.__version__, onnxruntime.get_available_providers()); print('torch', torch.__version__)"
 

@@ -8,15 +8,16 @@ cost at most 15% on top of the network when it can batch.
 
 ``--compare A.onnx B.onnx`` measures two models of one game side by side in one run (float32
 against int8, issue 23): the same positions, rounds alternating between them, and B/A for
-every figure.  ``--providers cpu cuda`` does the same for one model on two ONNX Runtime
-execution providers (the GPU against the CPU on one machine); the header line says which
-providers each session really runs on, since a GPU provider that cannot start falls back.
+every figure.  ``--devices cpu cuda`` does the same for one model on two devices (ONNX
+Runtime execution providers: the GPU against the CPU on one machine); the header line says
+which providers each session really runs on, since a GPU provider that cannot start falls
+back.
 Without ``--model`` or ``--compare`` a randomly initialised 6 x 64 network for ``--game``
 (default go9) is built and exported to a temporary file; that needs the training extra
 (torch).  Usage:
 
     python -m benchmarks.search [--model PATH | --compare A B] [--games 64] [--simulations 200]
-                                [--providers cpu cuda]
+                                [--devices cpu cuda]
 """
 
 from __future__ import annotations
@@ -32,18 +33,10 @@ import numpy as np
 
 import engine.games
 from engine.games.base import Game, State
-from engine.network import OnnxEvaluator
+from engine.network import DEVICE_CHOICES, OnnxEvaluator
 from engine.search import GumbelConfig, SearchLimits, search
 
 RAW_BATCHES = (1, 16, 64, 256)
-# `--providers` names and the provider lists they stand for, best first (CPU is the fallback
-# that ONNX Runtime needs for operators a GPU provider does not take).
-PROVIDERS = {
-    "auto": None,  # `engine.network.select_providers`
-    "cpu": ["CPUExecutionProvider"],
-    "cuda": ["CUDAExecutionProvider", "CPUExecutionProvider"],
-    "tensorrt": ["TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"],
-}
 CONFIG = GumbelConfig(gumbel_scale=1.0)
 
 
@@ -60,33 +53,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moves", type=int, default=5, help="single-game searches timed in (b)")
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
     parser.add_argument(
-        "--providers",
+        "--devices",
         nargs="+",
-        choices=list(PROVIDERS),
+        choices=DEVICE_CHOICES,
         default=["auto"],
-        help="execution providers: one, or two to measure one model on both (default auto)",
+        help="execution providers (as the players' --device): one, or two to measure one model on both "
+        "(default auto)",
     )
     parser.add_argument("--seconds", type=float, default=1.0, help="time per raw batch size and round")
     parser.add_argument("--rounds", type=int, default=3, help="measure everything this often, keep the best")
     args = parser.parse_args(argv)
     if min(args.games, args.simulations, args.moves, args.rounds) < 1:
         parser.error("--games, --simulations, --moves and --rounds must be >= 1")
-    if len(args.providers) > 2 or (len(args.providers) == 2 and args.compare):
-        parser.error("--providers takes one name, or two for one model (not with --compare)")
+    if len(args.devices) > 2 or (len(args.devices) == 2 and args.compare):
+        parser.error("--devices takes one name, or two for one model (not with --compare)")
 
     with tempfile.TemporaryDirectory() as folder:
-        paths = args.compare or [args.model] * len(args.providers)
+        paths = args.compare or [args.model] * len(args.devices)
         if paths[0] is None:
-            paths = [os.path.join(folder, f"random-{args.game}.onnx")] * len(args.providers)
+            paths = [os.path.join(folder, f"random-{args.game}.onnx")] * len(args.devices)
             try:
                 _export_random_net(args.game, paths[0])
             except ImportError:
                 print("error: building a random network needs torch (the train extra); pass --model", file=sys.stderr)
                 return 2
         try:
-            providers = [PROVIDERS[name] for name in args.providers] * (len(paths) // len(args.providers))
+            devices = args.devices * (len(paths) // len(args.devices))
             evaluators = [
-                OnnxEvaluator(path, providers=chosen, threads=args.threads) for path, chosen in zip(paths, providers)
+                OnnxEvaluator(path, device=device, threads=args.threads) for path, device in zip(paths, devices)
             ]
         except (OSError, ValueError) as error:
             print(f"error: {error}", file=sys.stderr)

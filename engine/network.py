@@ -125,6 +125,16 @@ PROVIDER_PREFERENCE = (
 PROVIDER_OPTIONS: dict[str, dict[str, str]] = {
     "CUDAExecutionProvider": {"cudnn_conv_algo_search": "HEURISTIC"},
 }
+# The devices a user may ask for (`--device` of klent gtp, uci and serve) and the providers each
+# stands for, best first; "auto" is `select_providers`' choice, the GPU when there is one.  A
+# user may want the CPU on a machine with a GPU: with the shipped 6x64 networks one game's
+# search ran about 5 times faster on the CPU (benchmarks/RESULTS.md, "The engine on a GPU").
+DEVICES: dict[str, tuple[str, ...]] = {
+    "cpu": ("CPUExecutionProvider",),
+    "cuda": ("CUDAExecutionProvider", "CPUExecutionProvider"),
+    "tensorrt": ("TensorrtExecutionProvider", "CUDAExecutionProvider", "CPUExecutionProvider"),
+}
+DEVICE_CHOICES = ("auto", *DEVICES)
 
 
 class ModelMismatchError(ValueError):
@@ -202,6 +212,27 @@ def select_providers(available: Sequence[str], tensorrt_found: bool | None = Non
     return chosen if "CPUExecutionProvider" in chosen else [*chosen, "CPUExecutionProvider"]
 
 
+def device_providers(device: str) -> list[str]:
+    """The execution providers for ``device`` (one of `DEVICE_CHOICES`), best first.
+
+    ValueError, in one line, for an unknown device or one this ONNX Runtime cannot run (the
+    CPU-only package has no CUDA): a user who asked for the GPU is told, not silently given
+    the CPU.
+    """
+    available = ort.get_available_providers()
+    if device == "auto":
+        return select_providers(available)
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICE_CHOICES)}, not {device!r}")
+    providers = list(DEVICES[device])
+    if providers[0] not in available:
+        raise ValueError(
+            f"device {device}: this ONNX Runtime ({ort.__version__}) has no {providers[0]} "
+            "(the onnxruntime-gpu package has it)"
+        )
+    return providers
+
+
 def default_threads() -> int:
     """Intra-op threads: every core this process may use, at most 4.
 
@@ -220,16 +251,16 @@ class OnnxEvaluator:
     """Runs a klent ONNX model with ONNX Runtime; implements `Evaluator`.
 
     ``game`` is checked against the model's metadata (`ModelMismatchError` on a different game
-    or encoder version); when it is None the game named by the model is built.  ``providers``
-    overrides the automatic choice (`select_providers`); ``threads`` sets the intra-op threads
-    (default `default_threads`).
+    or encoder version); when it is None the game named by the model is built.  ``device``
+    picks the execution providers (`device_providers`; default: the GPU when there is one);
+    ``threads`` sets the intra-op threads (default `default_threads`).
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         game: Game | None = None,
-        providers: list[str] | None = None,
+        device: str = "auto",
         threads: int | None = None,
     ) -> None:
         path = os.fspath(path)
@@ -246,9 +277,7 @@ class OnnxEvaluator:
         # threads steal the cores those need (measured: 2 spinning threads were the slowest
         # setting on a busy 2-core machine).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if providers is None:
-            providers = select_providers(ort.get_available_providers())
-        self.session = _open_session(path, options, providers)
+        self.session = _open_session(path, options, device_providers(device))
         self.providers: list[str] = self.session.get_providers()
         self.info = read_model_info(path)
         if game is None:

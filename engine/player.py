@@ -37,6 +37,7 @@ from engine.games.base import Game, IllegalMoveError, State
 from engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from engine.network import (
+    DEVICE_CHOICES,
     PRECISIONS,
     Evaluator,
     ModelInfo,
@@ -58,8 +59,9 @@ from engine.search.tree import SearchTree
 from engine.timecontrol import GameClock, TimeSettings, clock_budget, move_budget
 
 __all__ = [
-    "DEFAULT_WEIGHTS_DIR", "PRECISIONS", "Decision", "GameClock", "Judgement", "ModelInfo", "MoveRule", "MoveStat",
-    "Ownership", "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES", "TimeSettings",
+    "DEFAULT_WEIGHTS_DIR", "DEVICE_CHOICES", "PRECISIONS", "Decision", "GameClock", "Judgement", "ModelInfo",
+    "MoveRule", "MoveStat", "Ownership", "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES",
+    "TimeSettings",
     "clock_budget", "default_threads", "go_board_sizes", "load_td_weights", "model_path_for", "move_budget",
     "read_model_info", "td_weights_path_for", "write_text_atomically",
 ]
@@ -357,9 +359,11 @@ class Player:
         seed: int | None = None,
         td_weights: str | Path | None = None,
         precision: str = "float32",
+        device: str = "auto",
     ) -> Player:
         """A player for ``game`` with the model at ``model`` or the shipped one in ``weights_dir``,
-        or, at ``precision`` "int8", that model's quantized sibling (`model_at_precision`).
+        or, at ``precision`` "int8", that model's quantized sibling (`model_at_precision`), run
+        on ``device`` (`engine.network.DEVICE_CHOICES`; default: the GPU when there is one).
 
         Raises FileNotFoundError when there is no model, and a ValueError subclass when the
         model was trained for another game or encoder version.  The TD modes load no model
@@ -373,7 +377,8 @@ class Player:
         if not path.is_file():
             raise FileNotFoundError(f"no model for {game.name}: {path} does not exist")
         path = Path(model_at_precision(path, precision))
-        return cls(OnnxEvaluator(path, game=game, threads=threads), options=options, seed=seed, permanent=permanent)
+        evaluator = OnnxEvaluator(path, game=game, device=device, threads=threads)
+        return cls(evaluator, options=options, seed=seed, permanent=permanent)
 
     @classmethod
     def without_model(cls, game: Game, options: PlayOptions = PlayOptions(), seed: int | None = None) -> Player:

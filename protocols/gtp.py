@@ -106,6 +106,7 @@ class GtpConfig:
     resign_moves: int = 3
     time_margin: float = 0.2  # seconds of lag kept per move
     threads: int | None = None
+    device: str = "auto"  # engine.network.DEVICE_CHOICES
     seed: int | None = None
     name: str = "klent"
     version: str = "0"
@@ -295,6 +296,7 @@ class GtpEngine:
                     weights_dir=self.config.weights_dir,
                     options=self.options,
                     threads=self.config.threads,
+                    device=self.config.device,
                     seed=self.config.seed,
                     td_weights=self.config.td_weights,
                 )

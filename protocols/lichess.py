@@ -295,7 +295,7 @@ class Bot:
         if self._player_factory is not None:
             return self._player_factory()
         settings = self.config.engine
-        return Player.load(self.game, model=settings.model, threads=settings.threads)
+        return Player.load(self.game, model=settings.model, threads=settings.threads, device=settings.device)
 
     def stop(self, resign: bool = False) -> None:
         """Stop taking challenges; games end as ``on_shutdown`` says, or are resigned now."""

@@ -53,6 +53,7 @@ class EngineSettings:
     simulations: int = 800  # cap on the simulations of one move
     move_overhead: float = 0.5  # seconds of network lag assumed per move
     threads: int | None = None  # onnxruntime threads per game
+    device: str = "auto"  # engine.network.DEVICE_CHOICES: where the network runs
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,8 @@ def _section(cls: type, values: dict[str, Any], where: str) -> Any:
 
 
 def _validate(config: BotConfig, source: str) -> None:
+    from engine.player import DEVICE_CHOICES
+
     c, e, g, n = config.challenge, config.engine, config.game, config.network
     problems = []
     bad_variants = [v for v in c.variants if v not in SUPPORTED_VARIANTS]
@@ -167,6 +170,8 @@ def _validate(config: BotConfig, source: str) -> None:
         problems.append("[engine] move_overhead must be >= 0")
     if e.threads is not None and e.threads < 1:
         problems.append("[engine] threads must be >= 1")
+    if e.device not in DEVICE_CHOICES:
+        problems.append(f"[engine] device must be one of {list(DEVICE_CHOICES)}, got {e.device!r}")
     if g.max_games < 1:
         problems.append("[game] max_games must be >= 1")
     if not -1.0 <= g.resign_value <= 1.0:

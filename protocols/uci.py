@@ -307,8 +307,9 @@ class UciEngine:
     def __init__(self, output: TextIO, model: str | Path | None = None,
                  name: str = "klent", author: str = "the klent authors",
                  weights_dir: str | Path = DEFAULT_WEIGHTS_DIR, precision: str = "float32",
-                 tuning: PlayOptions | None = None) -> None:
+                 tuning: PlayOptions | None = None, device: str = "auto") -> None:
         self.output = output
+        self.device = device  # engine.network.DEVICE_CHOICES (`klent uci --device`)
         # what every `go` starts from: the search's tuning (`klent uci --rescale-floor --wave-size`)
         self.tuning = tuning or PlayOptions()
         self.name = name
@@ -577,7 +578,7 @@ class UciEngine:
             self._info(f"no model: set the ModelFile option to an .onnx model for {self.game.name}")
             return None
         try:
-            self._player = Player.load(self.game, model=model, threads=key[2], precision=key[3])
+            self._player = Player.load(self.game, model=model, threads=key[2], precision=key[3], device=self.device)
         except FileNotFoundError as error:
             if model != self._shipped_model() or Path(model).is_file():  # or its int8 sibling is missing
                 self._info(f"cannot load model {model}: {error}")

@@ -91,6 +91,7 @@ class ServerConfig:
     batch_wait: float = 0.005
     threads: int | None = None
     precision: str = "float32"  # "int8": each model's quantized sibling (`server.models`)
+    device: str = "auto"  # engine.network.DEVICE_CHOICES: where the models run
     api_keys: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -187,6 +188,7 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
             threads=config.threads,
             observer=metrics.record_batch,
             precision=config.precision,
+            device=config.device,
         )
     service = _Service(config, registry, metrics)
 

@@ -58,6 +58,7 @@ class ModelRegistry:
         threads: int | None = None,
         observer: Callable[[str, int, float], None] | None = None,
         precision: str = "float32",
+        device: str = "auto",
     ) -> None:
         self.folder = Path(folder)
         if not self.folder.is_dir():
@@ -68,7 +69,7 @@ class ModelRegistry:
             if not path.is_file():
                 continue
             game = serving_game(game_id)
-            onnx = OnnxEvaluator(model_at_precision(path, precision), game=game, threads=threads)
+            onnx = OnnxEvaluator(model_at_precision(path, precision), game=game, device=device, threads=threads)
             report = None if observer is None else _bind(observer, game_id)
             batcher = BatchingEvaluator(onnx, max_batch=max_batch, max_wait=max_wait, observer=report)
             self.models[game_id] = ServedModel(game, onnx.info, batcher)

@@ -1,4 +1,4 @@
-"""`klent bench search --providers`: one model measured on two execution providers side by side."""
+"""`klent bench search --devices`: one model measured on two execution providers side by side."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def test_one_model_on_two_providers(untrained_model, capsys: pytest.CaptureFixtu
     # CI has no GPU, so both sessions are CPU sessions here; the header names what each really
     # runs on, which is how a GPU that failed over to the CPU shows.
     model = untrained_model("go9")
-    assert bench_search(["--model", model, "--providers", "cpu", "auto", *FAST]) == 0
+    assert bench_search(["--model", model, "--devices", "cpu", "auto", *FAST]) == 0
     out = capsys.readouterr().out
     assert f"A: model {model}" in out and f"B: model {model}" in out
     assert out.count("on CPUExecutionProvider") == 2
@@ -23,11 +23,11 @@ def test_one_model_on_two_providers(untrained_model, capsys: pytest.CaptureFixtu
 @pytest.mark.parametrize(
     "arguments",
     [
-        ["--providers", "cpu", "cuda", "tensorrt"],
-        ["--compare", "a.onnx", "b.onnx", "--providers", "cpu", "cuda"],
+        ["--devices", "cpu", "cuda", "tensorrt"],
+        ["--compare", "a.onnx", "b.onnx", "--devices", "cpu", "cuda"],
     ],
 )
-def test_providers_take_one_or_two_names_for_one_model(arguments: list[str]) -> None:
+def test_devices_take_one_or_two_names_for_one_model(arguments: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_status:
         bench_search(arguments)
     assert exit_status.value.code == 2

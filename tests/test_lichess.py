@@ -180,6 +180,12 @@ def test_rate_limit_wait_below_a_minute_is_refused():
         config_from_dict({"game": {"max_game": 2}})
 
 
+def test_engine_device_is_checked():
+    assert config_from_dict({"engine": {"device": "cpu"}}).engine.device == "cpu"
+    with pytest.raises(ValueError, match=r"\[engine\] device must be one of \['auto', 'cpu', 'cuda', 'tensorrt'\]"):
+        config_from_dict({"engine": {"device": "gpu"}})
+
+
 def test_game_in_progress_at_startup_is_resumed(fake, model):
     game_id = fake.start_game(FirstLegal(resign_at=3), bot_white=False, moves=["e2e4"])
     with running_bot(fake, model):

@@ -24,6 +24,7 @@ from engine.network import (
     select_providers,
     state_values,
 )
+from klent.cli import main as klent_main
 
 
 @pytest.fixture(scope="module")
@@ -202,8 +203,32 @@ def test_uses_every_installed_provider_it_prefers(countup_model: Path) -> None:
     # On a CPU-only machine (like CI) this is ["CPUExecutionProvider"].
     evaluator = OnnxEvaluator(countup_model)
     assert evaluator.providers == select_providers(ort.get_available_providers())
-    forced = OnnxEvaluator(countup_model, providers=["CPUExecutionProvider"])
+    forced = OnnxEvaluator(countup_model, device="cpu")
     assert forced.providers == ["CPUExecutionProvider"]
+
+
+def test_a_device_this_onnx_runtime_lacks_is_a_one_line_error(
+    countup_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(network.ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    with pytest.raises(ValueError, match=r"^device cuda: .* has no CUDAExecutionProvider \(the onnxruntime-gpu"):
+        OnnxEvaluator(countup_model, device="cuda")
+    with pytest.raises(ValueError, match="device must be one of auto, cpu, cuda, tensorrt, not 'gpu'"):
+        network.device_providers("gpu")
+    monkeypatch.setattr(network.ort, "get_available_providers", lambda: list(PROVIDER_PREFERENCE))
+    assert network.device_providers("cuda") == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert network.device_providers("cpu") == ["CPUExecutionProvider"]
+
+
+@pytest.mark.parametrize("command", ["gtp", "uci", "serve"])
+def test_players_refuse_a_device_before_they_start(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Players load their models at the first move; the device is checked at start-up instead.
+    monkeypatch.setattr(network.ort, "get_available_providers", lambda: ["CPUExecutionProvider"])
+    assert klent_main([command, "--device", "cuda"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "device cuda: " in error and "has no CUDAExecutionProvider" in error
 
 
 def test_thread_settings(countup_model: Path) -> None:

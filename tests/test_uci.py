@@ -226,6 +226,22 @@ def test_search_tuning_reaches_every_search(model: str, monkeypatch: pytest.Monk
         seen.clear()
 
 
+def test_the_device_reaches_the_player(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`klent uci --device cpu` loads its network on the CPU."""
+    import io
+
+    from engine.player import Player
+    from protocols.uci import UciEngine
+
+    devices = []
+    load = Player.load.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(Player, "load", classmethod(lambda cls, *a, **kw: (devices.append(kw.get("device")),
+                                                                              load(cls, *a, **kw))[1]))
+    player = UciEngine(io.StringIO(), model=model, device="cpu")._load_player()
+    assert player is not None and devices == ["cpu"]
+    assert player.evaluator.providers == ["CPUExecutionProvider"]
+
+
 def test_wdl_sums_to_1000_and_follows_the_value() -> None:
     for v in (-1.0, -0.3, 0.0, 0.01, 0.7, 1.0):
         wins, draws, losses = wdl(v)

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from klent import __version__
-from klent.cli import CommandError, add_search_tuning
+from klent.cli import CommandError, add_device, add_search_tuning, check_device
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time-margin", type=float, default=0.2,
                         help="seconds of lag kept per move when on a clock (default: 0.2)")
     parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads (default: cores, at most 4)")
+    add_device(parser)
     parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible games)")
     parser.add_argument("--name", default="klent", help="what `name` answers (default: klent)")
 
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--resign-threshold must be in [0, 0.5) and --resign-moves >= 1")
     if args.time_margin < 0:
         raise CommandError("--time-margin must be >= 0")
+    check_device(args.device)
     weights_dir = Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR
     model = args.model
     if args.precision != "float32":  # one model: the per-size lookup in weights_dir knows float32 files only
@@ -117,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,
         threads=args.threads,
+        device=args.device,
         seed=args.seed,
         judge_dead_stones=not args.all_stones_alive,
         td_weights=None if args.td_weights is None else Path(args.td_weights),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 
 from engine.player import DEFAULT_WEIGHTS_DIR
+from klent.cli import add_device, check_device
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     batching.add_argument("--batch-wait-ms", type=float, default=defaults.batch_wait * 1000,
                           help="longest wait for a batch to fill, in ms (default %(default)s)")
     batching.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    add_device(batching)
     batching.add_argument("--precision", choices=PRECISIONS, default=defaults.precision,
                           help="int8 plays each model's quantized sibling <game>.int8.onnx, made by "
                           "`klent quantize` (default: %(default)s)")
@@ -66,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 1 <= args.port <= 65535:  # uvicorn would bind the port number modulo 65536
         raise CommandError(f"--port must be between 1 and 65535, got {args.port}")
+    check_device(args.device)
     config = ServerConfig(
         models_dir=Path(args.models),
         default_simulations=args.default_simulations,
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         batch_wait=args.batch_wait_ms / 1000,
         threads=args.threads,
         precision=args.precision,
+        device=args.device,
         api_keys=api_keys_from_env(),
     )
     app = create_app(config)
