@@ -65,11 +65,13 @@ def test_batched_evaluation_with_masking(countup_model: Path) -> None:
     v = state_values(result)  # V = sum_a pi(a|s) Q(s, a) for a model without a value head
     assert v.shape == (3,) and np.all(np.abs(v) <= 1.0)
 
-    # The encoded entry point gives the same numbers, and honours a mask it is given.
+    # The encoded entry point gives the same numbers, and honours a mask it is given.  (A batch
+    # of 1 against one of 3: on a GPU other kernels run, and on an H200 the logits differed by
+    # 4.9e-6; the models' ONNX parity bound is 1e-4.)
     obs = evaluator.game.encode_batch([start])
     masked = evaluator.evaluate_encoded(obs, np.array([[False, True]]))
     assert masked.policy_logits[0, 0] == MASKED_LOGIT
-    np.testing.assert_allclose(masked.policy_logits[0, 1], result.policy_logits[0, 1], atol=1e-6)
+    np.testing.assert_allclose(masked.policy_logits[0, 1], result.policy_logits[0, 1], atol=1e-4)
     empty = evaluator.evaluate([])
     assert empty.policy_logits.shape == (0, 2)
     with pytest.raises(ValueError, match=r"expected observations \[B, 7, 1, 1\]"):
