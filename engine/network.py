@@ -128,7 +128,8 @@ PROVIDER_OPTIONS: dict[str, dict[str, str]] = {
 # The devices a user may ask for (`--device` of klent gtp, uci and serve) and the providers each
 # stands for, best first; "auto" is `select_providers`' choice, the GPU when there is one.  A
 # user may want the CPU on a machine with a GPU: with the shipped 6x64 networks one game's
-# search ran about 5 times faster on the CPU (benchmarks/RESULTS.md, "The engine on a GPU").
+# search ran about 5 times faster on the CPU in a short benchmark (benchmarks/RESULTS.md, "The
+# engine on a GPU").
 DEVICES: dict[str, tuple[str, ...]] = {
     "cpu": ("CPUExecutionProvider",),
     "cuda": ("CUDAExecutionProvider", "CPUExecutionProvider"),

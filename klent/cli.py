@@ -46,7 +46,7 @@ def add_device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda", "tensorrt"), default="auto",
                         help="where the network runs: auto takes the GPU when ONNX Runtime has one "
                         "(the onnxruntime-gpu package); with the shipped 6x64 networks one game's search "
-                        "measured about 5x faster on the CPU than on an H100 (default: auto)")
+                        "ran about 5x faster on the CPU than on an H100 in a short benchmark (default: auto)")
 
 
 def check_device(device: str) -> None:
