@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         positions = _random_positions(game, max(args.games, args.moves, max(RAW_BATCHES)), np.random.default_rng(0))
         for name, path, evaluator in zip("AB", paths, evaluators):
             print(f"{name}: model {path} ({_describe(evaluator)}, {game.name}) on {', '.join(evaluator.providers)}")
-            search(positions[0], evaluator, SearchLimits(simulations=16), config=CONFIG)  # warm-up
+            # Warm-up: (b) and (c) once, untimed.  A GPU provider meets each new batch shape
+            # once at a cost, and a search's waves come in many sizes.
+            search(positions[0], evaluator, SearchLimits(simulations=args.simulations), config=CONFIG)
+            search(positions[: args.games], evaluator, SearchLimits(simulations=args.simulations), config=CONFIG)
         # Best of several rounds: other load on the machine only ever slows a round down.  Within
         # a round (a), (b) and (c) are interleaved, and with two models each round measures both,
         # in the order A B, then B A, so that both see the same conditions.
