@@ -482,6 +482,31 @@ def test_klent_anchored_to_its_start_reads_the_init_network_and_says_so_in_its_m
     capsys.readouterr()
 
 
+def test_an_anchored_run_resumes_only_against_the_network_it_started_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The reference is read from `init` again at every resumption: a file replaced there would
+    # change the run's KL target silently, a file moved away is found again with --set init=.
+    start, other = tmp_path / "start", tmp_path / "other"
+    Trainer(countup_config(eval=EvalConfig(every=0)), start, threads=1).run(iterations=1, progress=False)
+    Trainer(countup_config(eval=EvalConfig(every=0), seed=1), other, threads=1).run(iterations=1, progress=False)
+    init = tmp_path / "init.pt"
+    shutil.copy(start / "checkpoint.pt", init)
+    anchored = countup_config(eval=EvalConfig(every=0), init=str(init), kl_reference="init")
+    Trainer(anchored, tmp_path / "run", threads=1).run(iterations=1, progress=False)
+    started = read_model_info(tmp_path / "run" / "latest.onnx").training["kl_reference_sha256"]
+    assert len(started) == 64
+    resume = ["train", "--out", str(tmp_path / "run"), "--resume", "--iterations", "2", "--no-progress"]
+    shutil.copy(other / "checkpoint.pt", init)  # another network where the reference was
+    assert klent_main(resume) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and f"the KL reference {init} is not the network this run started from" in error
+    moved = tmp_path / "moved.pt"
+    shutil.copy(start / "checkpoint.pt", moved)  # the reference, moved
+    assert klent_main([*resume, "--set", f'init="{moved}"']) == 0
+    assert read_model_info(tmp_path / "run" / "latest.onnx").training["kl_reference_sha256"] == started
+
+
 def test_plot_summary_says_from_which_iteration_cpu_was_metered() -> None:
     records = [
         {"iteration": 1, "samples": 10, "simulator_evaluations": 40, "wall_seconds": 360.0},

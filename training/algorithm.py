@@ -66,19 +66,19 @@ def build_algorithm(
     if config.kl_reference == "init" and not (config.algo == "klent" and config.init):
         raise ValueError('[klent] kl_reference = "init" needs a KLENT run started from a network (--init)')
     if config.algo == "klent":
-        from training.checkpoint import initial_weights
+        from training.checkpoint import initial_weights, weights_hash
         from training.klent import Klent
         from training.nets import build_net
         from training.torch_evaluator import TorchEvaluator
 
-        reference = None
+        reference, reference_sha256 = None, ""
         if config.kl_reference == "init":  # the start's network, frozen for the whole run
             model = build_net(game, config.net_config())
             model.load_state_dict(initial_weights(config.init, game, config.net_config()))
-            reference = TorchEvaluator(model, game, device)
+            reference, reference_sha256 = TorchEvaluator(model, game, device), weights_hash(model)
         return Klent(
             config.klent_config(), config.preset, config.selfplay.steps,
-            config.selfplay.resign_threshold, ownership_targets, reference,
+            config.selfplay.resign_threshold, ownership_targets, reference, reference_sha256,
         )
     if config.algo == "gumbel-az":
         from training.gumbel_az import GumbelAZ  # engine.search is needed only by this baseline

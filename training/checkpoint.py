@@ -64,6 +64,7 @@ class RunState:
     counters: Counters
     processes: list[dict[str, Any]]  # `process_state` of each rank, in rank order
     config_history: list[dict[str, Any]]  # settings changed on resumption, and when
+    training_info: dict[str, str]  # the run's provenance when it was saved (`Algorithm.provenance`, ...)
 
 
 def write_run_state(
@@ -72,7 +73,6 @@ def write_run_state(
     game: Game,
     net_config: NetConfig,
     state: RunState,
-    training_info: dict[str, str],
 ) -> None:
     """Write a resumable checkpoint (atomically, as `training.nets.save_checkpoint` does)."""
     save_checkpoint(
@@ -84,7 +84,7 @@ def write_run_state(
         train_config=state.config.to_dict(),
         counters=dataclasses.asdict(state.counters),
         processes=state.processes,
-        training_info=training_info,
+        training_info=state.training_info,
         config_history=state.config_history,
     )
 
@@ -120,6 +120,7 @@ def read_run_state(path: str | Path, device: str | torch.device = "cpu") -> RunS
         counters=counters,
         processes=processes,
         config_history=list(extra.get("config_history", [])),
+        training_info=dict(extra.get("training_info", {})),
     )
 
 

@@ -361,6 +361,8 @@ ADJUSTABLE = (
     "selfplay.resign_disabled_fraction",
     "distill.data",  # a labelled set that has grown (or moved) since the run started
     "distill.positions",
+    "init",  # where the start's network is now: read again only as KLENT's fixed KL reference,
+    # which must be the same network (`training.trainer.Trainer._check_kl_reference`)
 )
 
 

@@ -351,7 +351,8 @@ def _fill_final_targets(
 class Klent:
     """KLENT self-play (`training.algorithm.Algorithm`): ``steps`` moves per game slot and
     iteration, sampled from pi' of the current network; ``preset`` names ``config`` in model
-    files; ``resign_threshold``, ``ownership_targets`` and ``reference`` as in `collect`."""
+    files; ``resign_threshold``, ``ownership_targets`` and ``reference`` as in `collect`;
+    ``reference_sha256`` fingerprints the reference's weights (`training.checkpoint.weights_hash`)."""
 
     config: KlentConfig
     preset: str
@@ -359,6 +360,7 @@ class Klent:
     resign_threshold: float = 0.0
     ownership_targets: bool = False
     reference: EncodedEvaluator | None = None
+    reference_sha256: str = ""
     plays_games: bool = True
 
     def collect(self, slots: GameSlots, network: Callable[[], EncodedEvaluator], iteration: int) -> Samples:
@@ -373,5 +375,8 @@ class Klent:
         return {}
 
     def provenance(self) -> dict[str, str]:
-        anchored = {} if self.reference is None else {"kl_reference": "init"}
-        return {"algorithm": f"klent:{self.preset}", **anchored}
+        info = {"algorithm": f"klent:{self.preset}"}
+        if self.reference is not None:
+            info.update(kl_reference="init", kl_reference_sha256=self.reference_sha256)
+        return info
+

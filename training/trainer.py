@@ -116,6 +116,7 @@ class Trainer:
         self.wall_seconds = 0.0
         self.cpu_seconds = 0.0  # CPU time of every rank's process, all threads (the budget unit)
         self.config_history: list[dict[str, Any]] = []  # settings changed on resumption, and when
+        self._resumed_info: dict[str, str] = {}  # the checkpoint's training_info, on a resumption
 
         checkpoint = self.out / CHECKPOINT
         if resume:
@@ -130,6 +131,8 @@ class Trainer:
         self.algorithm = build_algorithm(
             config, self.game, self.dist.rank, self.dist.world_size, progress, self.device
         )
+        if resume:
+            self._check_kl_reference()
         # The module that fits: DDP averages the gradients across ranks (and keeps the
         # batch-norm statistics of rank 0); self-play and export use the plain self.model.
         self.ddp: torch.nn.Module = self.model
@@ -287,8 +290,9 @@ class Trainer:
             ),
             processes=processes,
             config_history=self.config_history,
+            training_info=self._training_info(),
         )
-        write_run_state(self.out / CHECKPOINT, self.model, self.game, self.net_config, state, self._training_info())
+        write_run_state(self.out / CHECKPOINT, self.model, self.game, self.net_config, state)
         if evaluate:
             copy_atomically(self.out / LATEST_ONNX, self.out / REFERENCE_ONNX)
 
@@ -351,6 +355,7 @@ class Trainer:
         if not path.exists():
             raise FileNotFoundError(f"nothing to resume: no {CHECKPOINT} in {self.out}")
         state = read_run_state(path, self.device)
+        self._resumed_info = state.training_info
         self.config_history = state.config_history
         changes = config_changes(state.config, self.config)
         if changes:
@@ -369,6 +374,18 @@ class Trainer:
         mine = state.processes[self.dist.rank]
         set_rng_state(self.rng, mine["rng"])
         self.slots.load_state_dict(mine["games"])
+
+    def _check_kl_reference(self) -> None:
+        """Refuse to resume an anchored run whose KL reference (``init``, read again on every
+        resumption) is no longer the network it started from: a file replaced or moved would
+        otherwise change the run's target without a word."""
+        started = self._resumed_info.get("kl_reference_sha256")
+        now = self.algorithm.provenance().get("kl_reference_sha256")
+        if started and now != started:
+            raise ValueError(
+                f"{self.out}: the KL reference {self.config.init} is not the network this run started "
+                "from; put that network back there, or resume with --set init=PATH where it is now"
+            )
 
     def close(self) -> None:
         self.dist.close()
