@@ -40,6 +40,7 @@ class ServedModel:
     game: Game
     info: ModelInfo
     evaluator: BatchingEvaluator
+    providers: list[str]  # the ONNX Runtime execution providers its session runs on, best first
 
 
 class ModelRegistry:
@@ -72,7 +73,7 @@ class ModelRegistry:
             onnx = OnnxEvaluator(model_at_precision(path, precision), game=game, device=device, threads=threads)
             report = None if observer is None else _bind(observer, game_id)
             batcher = BatchingEvaluator(onnx, max_batch=max_batch, max_wait=max_wait, observer=report)
-            self.models[game_id] = ServedModel(game, onnx.info, batcher)
+            self.models[game_id] = ServedModel(game, onnx.info, batcher, onnx.providers)
         if not self.models:
             raise FileNotFoundError(
                 f"no models in {self.folder}: expected files named <game>.onnx, e.g. go9.onnx, chess.onnx"

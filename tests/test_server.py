@@ -534,6 +534,12 @@ def test_idle_and_slow_connections_are_closed(live_server):
     assert httpx.get(f"{live_server.url}/healthz").status_code == 200
 
 
+def test_the_startup_line_says_where_the_networks_run(live_server):
+    # On a GPU machine this names CUDAExecutionProvider, or the CPU when the GPU could not start.
+    [line] = [line for line in live_server.log().splitlines() if line.startswith("klent serve: http://")]
+    assert " on CPUExecutionProvider (API docs at /docs" in line
+
+
 def test_head_requests_on_the_health_checks(live_server):
     for path in ("/healthz", "/readyz"):
         response = httpx.head(f"{live_server.url}{path}")

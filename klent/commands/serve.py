@@ -86,10 +86,13 @@ def run(args: argparse.Namespace) -> int:
         api_keys=api_keys_from_env(),
     )
     app = create_app(config)
-    games = ", ".join(sorted(app.state.service.registry.models))
+    models = app.state.service.registry.models
+    games = ", ".join(sorted(models))
+    providers = ", ".join(sorted({served.providers[0] for served in models.values()}))  # where the networks run
     host = f"[{args.host}]" if ":" in args.host else args.host
     keys = f"; API keys required ({len(config.api_keys)})" if config.api_keys else ""
-    print(f"klent serve: http://{host}:{args.port}/ playing {games} (API docs at /docs{keys})", flush=True)
+    print(f"klent serve: http://{host}:{args.port}/ playing {games} on {providers} (API docs at /docs{keys})",
+          flush=True)
     uvicorn.run(
         app,
         host=args.host,
