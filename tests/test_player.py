@@ -234,11 +234,12 @@ def test_go_and_chess_search_with_the_measured_floor_the_small_games_with_mctxs(
 
 def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_game(capsys) -> None:
     """White to move can capture three black stones in atari (E7) in a game the shipped go9
-    model already calls won (every move's value within 0.02 of 1): with mctx's floor (1e-8) the
-    search chooses by differences of a thousandth, away from the policy (measured with the
-    models of 74b9417, c8b1282 and the dense one after them: D4, D4, D3; a floor of 0.1 still
-    left the policy with the last); with Go's default floor of 2 it keeps to the policy's first
-    choice (E7, E4 and E7 for those models)."""
+    model already calls won (every move's value within 0.05 of 1; within 0.02 for the distilled
+    models, 0.031 for the KLENT continuation of a3f3b98): with mctx's floor (1e-8) the search
+    chooses by differences of a thousandth, away from the policy (measured with the models of
+    74b9417, c8b1282 and the dense one after them: D4, D4, D3; a floor of 0.1 still left the
+    policy with the last); with Go's default floor of 2 it keeps to the policy's first choice
+    (E7, E4 and E7 for those models; the continuation of a3f3b98 plays E7 with either floor)."""
     game = games.get("go9")
     rows = [".........", "XXXXXXXXX", "OOOO.OOOO", "OOOXXXOOO", "OOOOOOOOO"] + ["........."] * 4
     black = [r * 9 + c for r, row in enumerate(rows) for c, ch in enumerate(row) if ch == "X"]
@@ -247,7 +248,7 @@ def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_ga
     player.set_position(game.setup_state(black, white, 1))
     policy = player.decide(PlayOptions(mode="reactive", go_rules=False))
     decided = [stat.q for stat in policy.top_moves]
-    assert min(decided) > 0.98, f"the shipped model no longer calls this game won: {decided}"
+    assert min(decided) > 0.95, f"the shipped model no longer calls this game won: {decided}"
     assert "E7" in [stat.move for stat in policy.top_moves[:2]]  # the capture, among its first choices
     assert player.decide(PlayOptions(simulations=800, go_rules=False)).move == policy.move
     with pytest.raises(ValueError, match="rescale_floor must be within"):
@@ -261,8 +262,6 @@ def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_ga
             klent_main([command, "--wave-size", "0"])
         assert refused.value.code == 2
         assert "argument --wave-size: 0 is not >= 1" in capsys.readouterr().err
-
-
 
 
 def test_the_device_asked_for_reaches_the_network(untrained_model, monkeypatch: pytest.MonkeyPatch) -> None:
