@@ -11,8 +11,7 @@ against int8, issue 23): the same positions, rounds alternating between them, an
 every figure.  ``--devices cpu cuda`` does the same for one model on two devices (ONNX
 Runtime execution providers: the GPU against the CPU on one machine); the header line says
 which providers each session really runs on, since a GPU provider that cannot start falls
-back.
-Without ``--model`` or ``--compare`` a randomly initialised 6 x 64 network for ``--game``
+back.  Without ``--model`` or ``--compare`` a randomly initialised 6 x 64 network for ``--game``
 (default go9) is built and exported to a temporary file; that needs the training extra
 (torch).  Usage:
 

@@ -46,6 +46,23 @@ def artifacts_dir() -> str:
     return path
 
 
+@pytest.fixture
+def devices_asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The devices networks are loaded for from now on (`engine.network.device_providers`, where
+    every player's, protocol's and server's ``device`` ends)."""
+    import engine.network as network
+
+    asked: list[str] = []
+    real = network.device_providers
+
+    def recording(device: str) -> list[str]:
+        asked.append(device)
+        return real(device)
+
+    monkeypatch.setattr(network, "device_providers", recording)
+    return asked
+
+
 @pytest.fixture(scope="session")
 def untrained_model(tmp_path_factory: pytest.TempPathFactory):
     """Factory: path of an ONNX model of an untrained small network for a game id.

@@ -70,20 +70,15 @@ def new_game(gtp: GtpProcess) -> None:
     gtp.send("komi 7.5")
 
 
-def test_the_device_reaches_the_player(untrained_model, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_device_reaches_the_player(untrained_model, devices_asked: list[str]) -> None:
     """`klent gtp --device cpu` loads its network on the CPU."""
     from pathlib import Path
 
-    from engine.player import Player
     from protocols.gtp import GtpConfig, GtpEngine
 
-    devices = []
-    load = Player.load.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(Player, "load", classmethod(lambda cls, *a, **kw: (devices.append(kw.get("device")),
-                                                                              load(cls, *a, **kw))[1]))
     gtp = GtpEngine(GtpConfig(model=Path(untrained_model("go9")), device="cpu"))
     player = gtp.player(gtp.state)
-    assert devices == ["cpu"] and player.evaluator.providers == ["CPUExecutionProvider"]
+    assert devices_asked == ["cpu"] and player.evaluator.providers == ["CPUExecutionProvider"]
 
 
 def test_administrative_commands(gtp) -> None:

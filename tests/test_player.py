@@ -14,7 +14,6 @@ import onnxruntime
 import pytest
 
 import engine.games as games
-import engine.network as network
 from engine.games.base import IllegalMoveError
 from engine.network import ModelFormatError, ModelMismatchError, OnnxEvaluator
 from engine.player import (
@@ -264,10 +263,7 @@ def test_a_floor_on_the_rescaling_keeps_the_search_on_the_policy_in_a_decided_ga
         assert "argument --wave-size: 0 is not >= 1" in capsys.readouterr().err
 
 
-def test_the_device_asked_for_reaches_the_network(untrained_model, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_device_asked_for_reaches_the_network(untrained_model, devices_asked: list[str]) -> None:
     # `--device` of klent gtp, uci and serve, and the bot's [engine] device, end here.
-    asked: list[str] = []
-    real = network.device_providers
-    monkeypatch.setattr(network, "device_providers", lambda device: (asked.append(device), real(device))[1])
     player = Player.load(games.get("countup"), model=untrained_model("countup"), device="cpu")
-    assert asked == ["cpu"] and player.evaluator.providers == ["CPUExecutionProvider"]
+    assert devices_asked == ["cpu"] and player.evaluator.providers == ["CPUExecutionProvider"]

@@ -226,19 +226,14 @@ def test_search_tuning_reaches_every_search(model: str, monkeypatch: pytest.Monk
         seen.clear()
 
 
-def test_the_device_reaches_the_player(model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_device_reaches_the_player(model: str, devices_asked: list[str]) -> None:
     """`klent uci --device cpu` loads its network on the CPU."""
     import io
 
-    from engine.player import Player
     from protocols.uci import UciEngine
 
-    devices = []
-    load = Player.load.__func__  # type: ignore[attr-defined]
-    monkeypatch.setattr(Player, "load", classmethod(lambda cls, *a, **kw: (devices.append(kw.get("device")),
-                                                                              load(cls, *a, **kw))[1]))
     player = UciEngine(io.StringIO(), model=model, device="cpu")._load_player()
-    assert player is not None and devices == ["cpu"]
+    assert player is not None and devices_asked == ["cpu"]
     assert player.evaluator.providers == ["CPUExecutionProvider"]
 
 

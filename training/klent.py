@@ -379,4 +379,3 @@ class Klent:
         if self.reference is not None:
             info.update(kl_reference="init", kl_reference_sha256=self.reference_sha256)
         return info
-
