@@ -14,7 +14,7 @@ SHIPPED = sorted(path for path in Path(DEFAULT_WEIGHTS_DIR).glob("*.onnx") if ".
 
 
 def test_the_shipped_models_are_those_the_readme_names() -> None:
-    assert {path.stem for path in SHIPPED} == {"go9", "chess", "animal_shogi"}
+    assert {path.stem for path in SHIPPED} == {"go9", "chess", "animal_shogi", "gardner"}
 
 
 @pytest.mark.parametrize("model", SHIPPED, ids=lambda path: path.stem)
