@@ -3,8 +3,8 @@
 # Shogi (issue #20), the KLENT paper's figure 5 at a CPU's scale.  Each run trains with
 # training/configs/<game>_<algo>_cpu.toml (the two algorithms' configs differ only in the
 # algorithm, its collection window and the iterations that spend the same ~2e7 simulator
-# evaluations) and plays Fairy-Stockfish (depth 1; skill level 0 on Animal Shogi, -5 on Gardner chess) after its first iteration and
-# every 1e6 simulator evaluations (training/anchor.py).  The figure is the score against that
+# evaluations) and plays Fairy-Stockfish (depth 1; skill level 0 on Animal Shogi, -5 on Gardner
+# chess) after its first iteration and every 1e6 simulator evaluations (training/anchor.py).  The figure is the score against that
 # anchor by simulator evaluations, the seeds as a band; the table printed after it gives the
 # evaluations each algorithm needs to first reach a score of REACH, per seed, with their
 # geometric mean, spread and ratio -- the paper claims KLENT needs several times fewer (4x on
