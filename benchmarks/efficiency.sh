@@ -4,11 +4,11 @@
 # training/configs/<game>_<algo>_cpu.toml (the two algorithms' configs differ only in the
 # algorithm, its collection window and the iterations that spend the same ~2e7 simulator
 # evaluations) and plays Fairy-Stockfish (depth 1; skill level 0 on Animal Shogi, -5 on Gardner
-# chess) after its first iteration and every 1e6 simulator evaluations (training/anchor.py).  The figure is the score against that
-# anchor by simulator evaluations, the seeds as a band; the table printed after it gives the
-# evaluations each algorithm needs to first reach a score of REACH, per seed, with their
-# geometric mean, spread and ratio -- the paper claims KLENT needs several times fewer (4x on
-# average over its five games; "competitive" on these two).
+# chess) after its first iteration and every 1e6 simulator evaluations (training/anchor.py).
+# The figure is the score against that anchor by simulator evaluations, the seeds as a band;
+# the table printed after it gives the evaluations each algorithm needs to first reach a score
+# of REACH, per seed, with their geometric mean, spread and ratio -- the paper claims KLENT
+# needs several times fewer (4x on average over its five games; "competitive" on these two).
 #
 #   benchmarks/efficiency.sh                      # 2 games x 2 algorithms x 2 seeds, 2 at a time
 #   SEEDS=3 JOBS=1 benchmarks/efficiency.sh       # 3 seeds, one run at a time
