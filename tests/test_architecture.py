@@ -4,8 +4,8 @@ the allowed direction.
 
 * ``protocols/`` reaches the engine only through its facade, ``engine.player``, and the game
   contract, ``engine.games`` (its modules included: a protocol may name `GoGame` or read SGF);
-  ``engine.files``, the atomic-write helper every writer must use, is the one utility allowed
-  beside them.
+  ``engine.files``, the atomic-write helper every writer must use, and ``engine.settings``, the
+  reader of settings files, are the utilities allowed beside them.
 * ``server/`` may also import ``engine.network``: its request batcher is itself an
   `engine.network.Evaluator` that each request's `Player` evaluates through.
 * ``engine/``, ``protocols/`` and ``server/`` never import torch or ``training``.
@@ -35,7 +35,7 @@ ALLOWED_PACKAGES = {
 }
 
 # The engine modules a layer above the facade may import: a module itself or any module under it.
-FACADE = ("engine.player", "engine.games", "engine.files")
+FACADE = ("engine.player", "engine.games", "engine.files", "engine.settings")
 ENGINE_ALLOWED = {
     "protocols": FACADE,
     "server": (*FACADE, "engine.network"),

@@ -174,10 +174,54 @@ def test_rate_limit_pauses_requests_for_at_least_a_minute(fake, model):
 
 
 def test_rate_limit_wait_below_a_minute_is_refused():
-    with pytest.raises(ValueError, match="rate_limit_wait must be >= 60"):
+    with pytest.raises(ValueError, match=r"^config: \[network\] rate_limit_wait must be >= 60"):
         config_from_dict({"network": {"rate_limit_wait": 5}})
-    with pytest.raises(ValueError, match="unknown key 'max_game'"):
-        config_from_dict({"game": {"max_game": 2}})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"game": {"max_game": 2}}, "[game] max_game is not a setting"),
+        ({"games": {}}, "games is not a setting"),
+        ({"engine": 3}, "engine must be a table, not 3"),
+        ({"engine": {"simulations": 2.5}}, "[engine] simulations must be an integer, not 2.5"),
+        ({"engine": {"simulations": 0}}, "[engine] simulations must be >= 1, not 0"),
+        ({"engine": {"mode": "fast"}}, "[engine] mode must be 'search' or 'reactive'"),
+        ({"game": {"accept_draws": "yes"}}, '[game] accept_draws must be true or false, not "yes"'),
+        ({"game": {"on_shutdown": "abort"}}, "[game] on_shutdown must be 'finish' or 'resign'"),
+        ({"game": {"resign_value": -2}}, "[game] resign_value must be >= -1.0, not -2"),
+        ({"challenge": {"variants": ["atomic"]}}, "[challenge] variants[0] must be 'standard' or 'fromPosition'"),
+        ({"challenge": {"min_base": 600, "max_base": 60}}, "[challenge] needs min_base <= max_base"),
+        ({"network": {"backoff_base": 9, "backoff_max": 1}}, "[network] needs backoff_base <= backoff_max"),
+        ({"network": {"timeout": float("nan")}}, "[network] timeout must be finite"),
+        ({"base_url": "lichess.org"}, "base_url must be an http(s) URL, got 'lichess.org'"),
+    ],
+)
+def test_a_config_mistake_is_one_line_naming_the_key(data, message):
+    with pytest.raises(ValueError) as error:
+        config_from_dict(data, source="bot.toml")
+    text = str(error.value)
+    assert text.startswith("bot.toml: ") and message in text and "\n" not in text
+
+
+def test_config_values_are_read_as_typed():
+    config = config_from_dict({
+        "base_url": "http://localhost:8080/",
+        "challenge": {"variants": ["standard", "fromPosition"], "min_base": 0},
+        "engine": {"threads": 2},
+    })
+    assert config.base_url == "http://localhost:8080"  # no trailing slash: the client appends paths
+    assert config.challenge.variants == ("standard", "fromPosition") and config.challenge.min_base == 0.0
+    assert config.engine.threads == 2 and config.game == config_from_dict({}).game
+
+
+def test_a_file_that_is_not_toml_is_one_line(tmp_path):
+    path = tmp_path / "bot.toml"
+    path.write_text("[engine\n")
+    with pytest.raises(ValueError, match=r"bot.toml: not valid TOML"):
+        load_config(path)
+    with pytest.raises(FileNotFoundError, match="no config file"):
+        load_config(tmp_path / "missing.toml")
 
 
 def test_engine_device_is_checked():

@@ -26,10 +26,10 @@ import torch
 from pydantic import Field, ValidationError
 
 from engine.games.base import Game
+from engine.settings import Float, Int, key_path, one_line, section
 from training.config import TrainConfig
 from training.gateau import BOARDS
 from training.nets import CheckpointError, KlentNet, NetConfig, load_checkpoint, save_checkpoint
-from training.settings import Float, Int, key_path, one_line, section
 
 CHECKPOINT = "checkpoint.pt"
 LATEST_ONNX = "latest.onnx"

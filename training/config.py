@@ -2,7 +2,7 @@
 
 `TrainConfig` is the whole run; the sections that belong to one part of it are declared where
 that part lives (`training.selfplay.SelfPlayConfig`, `training.distill.DistillConfig`) or here
-(`OptimConfig`, `EvalConfig`).  Every section is a schema (`training.settings`): a wrong type,
+(`OptimConfig`, `EvalConfig`).  Every section is a schema (`engine.settings`): a wrong type,
 an out-of-range number, an unknown key or a NaN fails when the file is read, as one line that
 names the file and the key.  A run's checkpoint stores the config as `TrainConfig.to_dict`, so
 a resume reads it back through the same checks; `config_changes` says what a resumed run may
@@ -27,12 +27,24 @@ from pydantic import Field, ValidationError
 
 import engine.games
 from engine.games.base import Game
+from engine.settings import (
+    Bool,
+    Float,
+    Int,
+    Location,
+    Str,
+    build_section,
+    check_arguments,
+    key_path,
+    one_line,
+    read_toml,
+    section,
+)
 from protocols.match import go_limits
 from training import anchor, gateau, klent
 from training.distill import DistillConfig
 from training.nets import NetConfig
 from training.selfplay import SelfPlayConfig
-from training.settings import Bool, Float, Int, Location, Str, check_arguments, key_path, one_line, section
 
 if TYPE_CHECKING:
     from training.gumbel_az import GumbelAZConfig
@@ -270,10 +282,10 @@ class TrainConfig:
                 kl_reference=kl_reference,
                 klent_overrides=klent_table,
                 gumbel_az=tables["gumbel_az"],
-                selfplay=_build(SelfPlayConfig, "selfplay", tables["selfplay"]),
-                optim=_build(OptimConfig, "optim", tables["optim"]),
-                eval=_build(EvalConfig, "eval", tables["eval"]),
-                distill=_build(DistillConfig, "distill", tables["distill"]),
+                selfplay=build_section(SelfPlayConfig, "selfplay", tables["selfplay"]),
+                optim=build_section(OptimConfig, "optim", tables["optim"]),
+                eval=build_section(EvalConfig, "eval", tables["eval"]),
+                distill=build_section(DistillConfig, "distill", tables["distill"]),
             )
         except ValidationError as error:
             raise ValueError(one_line(error, _toml_key)) from None
@@ -282,17 +294,7 @@ class TrainConfig:
 def load_config(path: str | Path) -> TrainConfig:
     """Read a TOML training config (see training/configs/); a mistake in it is a one-line
     ValueError that names the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no config file {str(path)!r}")
-    try:
-        data = tomllib.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}: not a TOML file (not UTF-8 text: {error.reason} at byte {error.start})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path}: {error}") from None
-    except OSError as error:
-        raise ValueError(f"{path}: {error.strerror}") from None
+    data = read_toml(path)
     try:
         return TrainConfig.from_dict(data)
     except ValueError as error:
@@ -384,14 +386,6 @@ def config_changes(old: TrainConfig, new: TrainConfig) -> list[str]:
         return json.dumps(value) if isinstance(value, (list, tuple)) else value
 
     return [f"{k}: {shown(before.get(k))} -> {shown(after.get(k))}" for k in changed]
-
-
-def _build(cls: type, name: str, table: dict[str, Any]) -> Any:
-    """The section ``cls`` from its TOML table ``[name]``."""
-    try:
-        return cls(**table)
-    except ValidationError as error:
-        raise ValueError(one_line(error, lambda loc: f"[{name}] {key_path(loc)}")) from None
 
 
 def _toml_key(loc: Location) -> str:

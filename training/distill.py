@@ -39,13 +39,13 @@ from tqdm import tqdm
 
 from engine.games.base import Game, State
 from engine.games.go import GoGame
+from engine.settings import Float, Int, Str, section
 from training.fitting import Batch, Loss
 from training.klent import masked_log_policy
 from training.nets import NetOutputs
 from training.ownership import final_targets
 from training.packed import PackedPlanes
 from training.selfplay import GameSlots, Samples
-from training.settings import Float, Int, Str, section
 from training.teacher import LabelConfig, Manifest, read_shard, rules
 
 TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "tactical" position

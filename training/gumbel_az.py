@@ -29,11 +29,11 @@ from pydantic import Field, ValidationError
 from engine.games.base import State
 from engine.network import Evaluation, Evaluator
 from engine.search import GumbelConfig, SearchLimits, search
+from engine.settings import Int, check_arguments, one_line, section
 from training import klent
 from training.fitting import Batch, Loss
 from training.nets import NetOutputs
 from training.selfplay import GameSlots, Samples
-from training.settings import Int, check_arguments, one_line, section
 
 
 @section

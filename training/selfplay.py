@@ -26,8 +26,8 @@ from pydantic import Field
 
 from engine.games.base import Game, State
 from engine.network import Evaluation
+from engine.settings import Float, Int, Str, section
 from training.archive import StartArchive, replay
-from training.settings import Float, Int, Str, section
 
 
 class EncodedEvaluator(Protocol):

@@ -30,9 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from protocols.lichess_client import LichessError
     from protocols.lichess_config import TOKEN_VARIABLE, load_config
 
-    if not Path(args.config).is_file():
-        raise CommandError(f"no config file {args.config!r}")
-    config = load_config(args.config)
+    config = load_config(args.config)  # a missing or wrong file is one line (klent.cli)
     token = os.environ.get(TOKEN_VARIABLE, "").strip()
     if not token:
         raise CommandError(f"set the {TOKEN_VARIABLE} environment variable to the bot account's API token")

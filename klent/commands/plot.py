@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,15 +42,11 @@ from statistics import geometric_mean
 from typing import TYPE_CHECKING
 
 from engine.files import atomic_target
+from engine.settings import read_toml
 from klent.cli import CommandError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10
-    import tomli as tomllib
 
 # (metric key, panel title); a run without a key (e.g. no evaluation yet) leaves a gap.
 PANELS = (
@@ -216,10 +211,9 @@ def _efficiency(args: argparse.Namespace, runs: list[tuple[str, list[dict]]]) ->
 
 def _run_config(folder: Path) -> dict:
     """The run's ``config.toml`` (written by the trainer, training.checkpoint.CONFIG_TOML)."""
-    path = folder / "config.toml"
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
+        return read_toml(folder / "config.toml")
+    except (FileNotFoundError, ValueError) as error:
         raise CommandError(f"{folder}: cannot read config.toml to group the run: {error}") from None
 
 
