@@ -27,10 +27,13 @@ from training.quantize import (
     self_play_positions,
 )
 
-# Measured: a correct quantization of the untrained 2x16 go9 net agrees with it on the top move
-# in 96 % of the held-out positions (its policy is flat, so near-ties flip) with mean |dQ| 0.001;
-# the same net with its weights shuffled within each tensor agrees in 2 %, mean |dQ| 0.05.
-MIN_AGREEMENT = 0.8
+# Measured: a correct quantization of the untrained 2x16 go9 net agrees with it on the top move in
+# 72-96 % of the held-out positions, with mean |dQ| 0.001-0.005 (96 % with an earlier set of
+# library versions; 78 % and 72 % on two position sets with onnxruntime 1.32 and onnx 1.23, where
+# every flip was a near-tie: the float policy gave the int8 model's move at most 0.002 less
+# probability than its own).  The untrained policy is that flat, so the bound leaves room; the
+# same net with its weights shuffled within each tensor agrees in 2 %, mean |dQ| 0.05.
+MIN_AGREEMENT = 0.5
 MAX_MEAN_ABS_DQ = 0.01
 
 
