@@ -101,6 +101,8 @@ class NetworkPolicy:
 
 @section
 class BotConfig:
+    """A whole bot configuration: which lichess server, and the four policies above."""
+
     base_url: Str = DEFAULT_BASE_URL
     challenge: ChallengePolicy = field(default_factory=ChallengePolicy)
     engine: EngineSettings = field(default_factory=EngineSettings)
