@@ -22,10 +22,17 @@
 # judgement before the ownership head (the dead-stone measurement's "before", same network).
 #
 # Settings td-N and dyna2-N play TD search / Dyna-2 (weights/go9-td.npz) at N simulated games a
-# move instead of the network (MODEL is then unused), e.g. SETTINGS="td-1000 dyna2-1000";
-# with KLENT_FLAGS="--td-root-moves K --model M" the move is chosen among model M's K most probable.
+# move instead of the network (MODEL is then unused), e.g. SETTINGS="td-1000 dyna2-1000", and
+# td-Ss / dyna2-Ss for S seconds a move; with KLENT_FLAGS="--td-root-moves K --model M" the move
+# is chosen among model M's K most probable.
 #
-# NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL), to keep other models' apart.
+# OPPONENT is GNU Go at LEVEL (gnugo, the default) or klent's Gumbel search with MODEL and S
+# seconds a move (gumbelSs, one thread, resigning as klent gtp does by default): the issue #19
+# head-to-head at equal time, e.g. SETTINGS=dyna2-1s OPPONENT=gumbel1s KLENT_FLAGS="--td-root-moves
+# 5 --model weights/go9.onnx". GNU Go (level 10) then only scores the games that end in two passes.
+#
+# NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL, or NAME-SETTING-OPPONENT),
+# to keep other models' apart.
 #
 #   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
 set -euo pipefail
@@ -41,27 +48,37 @@ RESUME=${RESUME:-0}
 OPENINGS=${OPENINGS:-}
 GUMBEL=${GUMBEL:-0}
 KLENT_FLAGS=${KLENT_FLAGS:-}
+OPPONENT=${OPPONENT:-gnugo}
 openings=""
 if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS"; fi
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
 threads=""
 if [ "$JOBS" -gt 1 ] || [ "$CONCURRENCY" -gt 1 ]; then threads="--threads 1"; fi
+case $OPPONENT in
+  gnugo) opponent="$GNUGO --mode gtp --chinese-rules --level $LEVEL"; against=level$LEVEL
+         title="GNU Go level $LEVEL"; resign=0 ;;  # klent plays on: the referee's margin is measured
+  gumbel[0-9]*s) seconds=${OPPONENT#gumbel}; seconds=${seconds%s}; against=$OPPONENT
+         opponent=".venv/bin/klent gtp --model $MODEL --mode search --time $seconds --threads 1 --name klent-gumbel"
+         title="Gumbel search with $MODEL, $seconds s a move"; resign=0.05 ;;  # both resign alike
+  *) echo "OPPONENT is gnugo or gumbelSs, not $OPPONENT" >&2; exit 2 ;;
+esac
 mkdir -p runs/strength
 
 play_setting() {
   local setting=$1 play out resume="" who=$MODEL
   case $setting in
     reactive) play="--model $MODEL --mode reactive" ;;
+    td-*s|dyna2-*s) play="--mode ${setting%-*} --time $(budget=${setting#*-}; echo "${budget%s}")"; who="TD search $KLENT_FLAGS" ;;
     td-*|dyna2-*) play="--mode ${setting%-*} --simulations ${setting#*-}"; who="TD search $KLENT_FLAGS" ;;
     *s) play="--model $MODEL --mode search --time ${setting%s} --gumbel-scale $GUMBEL" ;;
     *) play="--model $MODEL --mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
   esac
-  out=runs/strength/$NAME-$setting-level$LEVEL
+  out=runs/strength/$NAME-$setting-$against
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
-  echo "$(date -u +%FT%TZ) $who, $setting vs GNU Go level $LEVEL, $GAMES games -> $out"
+  echo "$(date -u +%FT%TZ) $who, $setting vs $title, $GAMES games -> $out"
   .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --concurrency "$CONCURRENCY" --out "$out" $resume $openings \
-    --engine1 ".venv/bin/klent gtp $play $threads --resign-threshold 0 $KLENT_FLAGS" \
-    --engine2 "$GNUGO --mode gtp --chinese-rules --level $LEVEL" >> "$out.log" 2>&1
+    --engine1 ".venv/bin/klent gtp $play $threads --resign-threshold $resign $KLENT_FLAGS" \
+    --engine2 "$opponent" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"
 }
 
