@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from benchmarks.search import main as bench_search
 from engine.network import ModelFormatError, OnnxEvaluator, model_at_precision, precision_path, read_model_info
+from engine.player import DEFAULT_WEIGHTS_DIR
 from klent.cli import main as klent_main
 from protocols.uci import UciEngine
 from server.models import ModelRegistry
@@ -28,12 +29,10 @@ from training.quantize import (
 )
 
 # Measured: a correct quantization of the untrained 2x16 go9 net agrees with it on the top move in
-# 72-96 % of the held-out positions, with mean |dQ| 0.001-0.005 (96 % with an earlier set of
-# library versions; 78 % and 72 % on two position sets with onnxruntime 1.32 and onnx 1.23, where
-# every flip was a near-tie: the float policy gave the int8 model's move at most 0.002 less
-# probability than its own).  The untrained policy is that flat, so the bound leaves room; the
-# same net with its weights shuffled within each tensor agrees in 2 %, mean |dQ| 0.05.
-MIN_AGREEMENT = 0.5
+# about 97 % of the held-out positions (96.9 % on 2026-11-28), mean |dQ| 0.001-0.005; the same net
+# with its weights shuffled within each tensor agrees in 2 %, mean |dQ| 0.05.  With 8-bit weights
+# on a CPU where their pair sums saturate (AVX2 without VNNI) the correct net fell to 72-78 %.
+MIN_AGREEMENT = 0.8
 MAX_MEAN_ABS_DQ = 0.01
 
 
@@ -80,6 +79,17 @@ def test_the_shipped_go_layout_quantizes(tmp_path: Path) -> None:
     evaluation = evaluator.evaluate([evaluator.game.initial_state()])
     assert evaluation.ownership is not None and np.isfinite(evaluation.ownership).all()
     assert np.isfinite(evaluation.policy_logits).all() and np.isfinite(evaluation.action_values).all()
+
+
+def test_the_shipped_go_model_keeps_its_values_in_int8(tmp_path: Path) -> None:
+    """A trained policy is not flat, so here a saturating int8 kernel shows.  Measured on
+    the shipped go9 model, 128 held-out positions from 4 games, on an AVX2-only CPU (2026-11-28):
+    7-bit weights (the quantizer's) mean |dQ| 0.012, KL 0.0018 nats, top-1 97.7 %; 8-bit
+    weights, whose 16-bit pair sums saturate there, 0.036, 0.0096 and 89.8 %."""
+    parity = quantize(Path(DEFAULT_WEIGHTS_DIR) / "go9.onnx", tmp_path / "go9.int8.onnx", positions=128, games=4)
+    assert parity.mean_abs_dq <= 0.02
+    assert parity.mean_kl <= 0.005
+    assert parity.top1_agreement >= 0.93
 
 
 def test_parity_report_is_written_and_passes(quantized: tuple[str, str]) -> None:
