@@ -31,7 +31,7 @@ from training.quantize import (
 # Measured: a correct quantization of the untrained 2x16 go9 net agrees with it on the top move in
 # about 97 % of the held-out positions (96.9 % on 2026-11-28), mean |dQ| 0.001-0.005; the same net
 # with its weights shuffled within each tensor agrees in 2 %, mean |dQ| 0.05.  With 8-bit weights
-# on a CPU where their pair sums saturate (AVX2 without VNNI) the correct net fell to 72-78 %.
+# on an AVX2-only CPU with ONNX Runtime 1.32 the correct net fell to 72-78 %.
 MIN_AGREEMENT = 0.8
 MAX_MEAN_ABS_DQ = 0.01
 
@@ -82,10 +82,10 @@ def test_the_shipped_go_layout_quantizes(tmp_path: Path) -> None:
 
 
 def test_the_shipped_go_model_keeps_its_values_in_int8(tmp_path: Path) -> None:
-    """A trained policy is not flat, so here a saturating int8 kernel shows.  Measured on
-    the shipped go9 model, 128 held-out positions from 4 games, on an AVX2-only CPU (2026-11-28):
-    7-bit weights (the quantizer's) mean |dQ| 0.012, KL 0.0018 nats, top-1 97.7 %; 8-bit
-    weights, whose 16-bit pair sums saturate there, 0.036, 0.0096 and 89.8 %."""
+    """A trained policy is not flat, so here an int8 kernel that goes wrong shows.  Measured
+    on the shipped go9 model, 128 held-out positions from 4 games, on an AVX2-only CPU with ONNX
+    Runtime 1.32 (2026-11-28): 7-bit weights (the quantizer's) mean |dQ| 0.012, KL 0.0018 nats,
+    top-1 97.7 %; 8-bit weights 0.036, 0.0096 and 89.8 %."""
     parity = quantize(Path(DEFAULT_WEIGHTS_DIR) / "go9.onnx", tmp_path / "go9.int8.onnx", positions=128, games=4)
     assert parity.mean_abs_dq <= 0.02
     assert parity.mean_kl <= 0.005

@@ -27,7 +27,7 @@
 # is chosen among model M's K most probable.
 #
 # OPPONENT is GNU Go at LEVEL (gnugo, the default) or klent's Gumbel search with MODEL and S
-# seconds a move (gumbelSs, one thread, resigning as klent gtp does by default): the issue #19
+# seconds a move (gumbelSs; both on one thread, resigning as klent gtp does by default): the issue #19
 # head-to-head at equal time, e.g. SETTINGS=dyna2-1s OPPONENT=gumbel1s KLENT_FLAGS="--td-root-moves
 # 5 --model weights/go9.onnx". GNU Go (level 10) then only scores the games that end in two passes.
 #
@@ -59,7 +59,8 @@ case $OPPONENT in
          title="GNU Go level $LEVEL"; resign=0 ;;  # klent plays on: the referee's margin is measured
   gumbel[0-9]*s) seconds=${OPPONENT#gumbel}; seconds=${seconds%s}; against=$OPPONENT
          opponent=".venv/bin/klent gtp --model $MODEL --mode search --time $seconds --threads 1 --name klent-gumbel"
-         title="Gumbel search with $MODEL, $seconds s a move"; resign=0.05 ;;  # both resign alike
+         title="Gumbel search with $MODEL, $seconds s a move"; resign=0.05  # both resign alike,
+         threads="--threads 1" ;;  # and think on one core each
   *) echo "OPPONENT is gnugo or gumbelSs, not $OPPONENT" >&2; exit 2 ;;
 esac
 mkdir -p runs/strength
