@@ -66,11 +66,11 @@ esac
 mkdir -p runs/strength
 
 play_setting() {
-  local setting=$1 play out resume="" who=$MODEL
+  local setting=$1 play out resume="" who=$MODEL budget=${1#*-}
   case $setting in
     reactive) play="--model $MODEL --mode reactive" ;;
-    td-*s|dyna2-*s) play="--mode ${setting%-*} --time $(budget=${setting#*-}; echo "${budget%s}")"; who="TD search $KLENT_FLAGS" ;;
-    td-*|dyna2-*) play="--mode ${setting%-*} --simulations ${setting#*-}"; who="TD search $KLENT_FLAGS" ;;
+    td-*s|dyna2-*s) play="--mode ${setting%-*} --time ${budget%s}"; who="TD search $KLENT_FLAGS" ;;
+    td-*|dyna2-*) play="--mode ${setting%-*} --simulations $budget"; who="TD search $KLENT_FLAGS" ;;
     *s) play="--model $MODEL --mode search --time ${setting%s} --gumbel-scale $GUMBEL" ;;
     *) play="--model $MODEL --mode search --simulations $setting --gumbel-scale $GUMBEL" ;;
   esac
