@@ -139,7 +139,11 @@ class PlayOptions:
     to combine a search with prior knowledge): the greedy choice is made among the network
     policy's ``td_root_moves`` most probable moves, so that the network's sense of shape picks
     the candidates and the position's simulated games pick among them (0: no network, every
-    move).
+    move).  ``td_root_policy``: with ``td_root_moves``, each simulated game's first move is
+    also drawn from the network's policy over those candidates (the other way the issue
+    names of putting the network in the loop: its policy plays the simulations' first ply, so
+    the simulations spend themselves on its candidates), instead of epsilon-greedily on the
+    learnt values.
     """
 
     mode: Mode = "search"
@@ -155,6 +159,7 @@ class PlayOptions:
     judge_dead_stones: bool = True
     memory: int | None = None
     td_root_moves: int = 0
+    td_root_policy: bool = False
     rescale_floor: float | None = None
     wave_size: int | None = None
 
@@ -165,6 +170,8 @@ class PlayOptions:
             raise ValueError(f"wave_size must be >= 1, got {self.wave_size}")
         if self.td_root_moves < 0:
             raise ValueError(f"td_root_moves must be >= 0, got {self.td_root_moves}")
+        if self.td_root_policy and not self.td_root_moves:
+            raise ValueError("td_root_policy draws from the network's candidates: it needs td_root_moves")
         if self.mode not in ("reactive", "search", *TD_MODES):
             raise ValueError(f"mode must be 'reactive', 'search', 'td' or 'dyna2', got {self.mode!r}")
         if self.cleanup and not self.go_rules:
@@ -594,13 +601,19 @@ class Player:
 
     def _td_choose(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> SearchResult:
         """TD search's choice, among the network policy's most probable moves with
-        ``td_root_moves`` (its prior then the network's)."""
+        ``td_root_moves`` (its prior then the network's), the simulations' first moves drawn
+        from that policy over them with ``td_root_policy``."""
         prior = None
         candidates: list[int] = []
+        first_moves = None
         if opts.td_root_moves:
             prior = softmax(self._network().evaluate([state]).policy_logits[0])
             candidates = np.argsort(-prior, kind="stable")[: opts.td_root_moves].tolist()
-        chosen = self._td_search(opts.mode).choose(_go_state(state), opts.simulations, opts.time, stop, candidates)
+            if opts.td_root_policy:
+                first_moves = np.zeros_like(prior)
+                first_moves[candidates] = prior[candidates]
+        chosen = self._td_search(opts.mode).choose(
+            _go_state(state), opts.simulations, opts.time, stop, candidates, first_moves)
         return _search_result(chosen, prior)
 
     def _search(self, state: State, limits: SearchLimits, opts: PlayOptions) -> SearchResult:

@@ -209,6 +209,44 @@ def test_candidates_limit_the_choice_but_not_the_values():
     assert free.action == saving
 
 
+WALLS = [  # Black's area: columns A-C, White's: D-E; the simulations below play one move
+    "..XO.",
+    "..XO.",
+    "..XO.",
+    "..XO.",
+    "..XO.",
+]
+
+
+def test_first_moves_draw_each_simulations_first_move():
+    """``first_moves`` (a network's policy) plays the simulated games' first move: one-move
+    games show it in the ownership.  A black stone on E5 (point 4) is Black's and leaves the
+    rest of column E to no one; a stone in Black's own area changes nothing."""
+    game = GoGame(5, komi=0.0, max_moves=1)
+    state = setup(game, WALLS)
+    e5, e4 = game.parse_vertex("E5"), game.parse_vertex("E4")
+    one_hot = np.zeros(game.num_actions)
+    one_hot[e5] = 1.0
+    forced = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=20, first_moves=one_hot)
+    assert forced.ownership is not None and forced.simulations == 20
+    assert forced.ownership[0, 4] == 1.0 and (forced.ownership[1:, 4] == 0.0).all()
+    halves = np.zeros(game.num_actions)
+    halves[[e5, e4]] = 0.5
+    split = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=400, first_moves=halves)
+    assert split.ownership is not None
+    assert split.ownership[0, 4] + split.ownership[1, 4] == pytest.approx(1.0)  # one of the two, every game
+    assert 0.4 < split.ownership[0, 4] < 0.6
+    # Without it the first move is epsilon-greedy: with no weights learnt yet, any of the
+    # 15 empty points, so column E is rarely Black's.
+    free = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=400)
+    assert free.ownership is not None and free.ownership[0, 4] < 0.3
+    # A draw the player may not play (an occupied point) falls back to the usual choice.
+    occupied = np.zeros(game.num_actions)
+    occupied[game.parse_vertex("C5")] = 1.0
+    fallback = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=400, first_moves=occupied)
+    assert fallback.ownership is not None and fallback.ownership[0, 4] < 0.3
+
+
 def test_white_captures_the_group_in_atari():
     game = GoGame(9, komi=-41)
     state = setup(game, ATARI, to_play=1)

@@ -126,6 +126,26 @@ def test_td_chooses_among_the_networks_most_probable_moves():
         PlayOptions(mode="td", td_root_moves=-1)
 
 
+def test_td_root_policy_plays_the_simulations_first_moves_among_the_candidates():
+    """With ``td_root_policy`` the simulated games open with the network's candidates: in
+    one-move simulated games (the move cap one move ahead), the simulations' ownership (from
+    the mover's view) shows the mover's stone on those points only."""
+    game = GoGame(9, max_moves=2)
+    options = PlayOptions(mode="td", simulations=60, td_root_moves=2, td_root_policy=True)
+    player = Player.load(game, options=options, seed=0, threads=1)
+    player.play(40)
+    decision = player.decide()
+    candidates = np.argsort(-decision.result.prior, kind="stable")[:2]
+    assert decision.action in candidates
+    ownership = decision.result.ownership
+    assert ownership is not None
+    mine = np.flatnonzero(ownership.ravel() > 0)
+    assert 1 <= mine.size <= 2 and set(mine.tolist()) <= set(candidates.tolist())
+    assert ownership.ravel()[mine].sum() == pytest.approx(1.0)  # one of them in every simulated game
+    with pytest.raises(ValueError, match="td_root_policy .* needs td_root_moves"):
+        PlayOptions(mode="td", td_root_policy=True)
+
+
 # --- GTP -----------------------------------------------------------------------------------
 
 
@@ -159,6 +179,8 @@ def test_gtp_td_with_the_network_at_the_root(capsys):
         process.close()
     assert klent_main(["gtp", "--mode", "search", "--td-root-moves", "2"]) == 2
     assert "--td-root-moves is for --mode td or dyna2" in capsys.readouterr().err
+    assert klent_main(["gtp", "--mode", "td", "--td-root-policy"]) == 2
+    assert "--td-root-policy draws among the network's candidates" in capsys.readouterr().err
 
 
 def test_gtp_plays_dyna2_with_a_weights_file(tmp_path):

@@ -44,6 +44,7 @@ from engine.search import td_kernels as tk
 
 WEIGHTS_FORMAT = "klent-td-weights"
 WEIGHTS_VERSION = 1  # bump when the weight layout of `td_kernels.shape_maps` changes
+_NONE = np.zeros(0)  # no distribution of the simulations' first move: epsilon-greedy
 Stop = Callable[[], bool] | threading.Event
 
 
@@ -243,17 +244,21 @@ class Features:
         )
         return out
 
-    def simulate(self, state: GoState, config: TdConfig, rng: np.ndarray, ownership: np.ndarray) -> tuple[float, int]:
+    def simulate(
+        self, state: GoState, config: TdConfig, rng: np.ndarray, ownership: np.ndarray, first_cdf: np.ndarray = _NONE
+    ) -> tuple[float, int]:
         """One simulated game from ``state`` that learns ``theta``; returns its reward (Black's:
         1 win, 0 loss, 0.5 draw) and its number of moves, and adds each point's final owner
-        (+1 Black, -1 White) to ``ownership`` (float64[n])."""
+        (+1 Black, -1 White) to ``ownership`` (float64[n]).  ``first_cdf``: a cumulative
+        distribution over the actions that draws the game's first move (empty: the
+        epsilon-greedy choice)."""
         game = state.game
         board, seen, position_hash, passes = _position(state)
         nbr, zob, diag = gk.board_tables(game.size)
         g = self.geometry
         depth = tk.trace_depth(config.lam, config.trace_cutoff, game.max_moves)
         reward, moves = tk.simulate(
-            board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, state.move_number,
+            board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, first_cdf, state.move_number,
             game.max_moves, game.komi, nbr, zob, diag, g.base, g.point_windows, g.point_powers,
             self.index, self.sign, self.theta, self.fixed, config.epsilon, config.alpha, config.lam,
             depth, config.greedy_moves, rng, self.traces, ownership,
@@ -301,6 +306,7 @@ class TdSearch:
         seconds: float | None = None,
         stop: Stop | None = None,
         candidates: Sequence[int] = (),
+        first_moves: np.ndarray | None = None,
     ) -> TdResult:
         """Search ``state`` for ``simulations`` simulated games and/or ``seconds``, then choose.
 
@@ -308,7 +314,11 @@ class TdSearch:
         every simulation, as are the budgets; a stopped search still chooses, on what the
         weights know (the carried weights when not a single simulation ran).  ``candidates``,
         when given, are the only moves the greedy choice considers (a network's most probable
-        moves, `engine.player`); the simulations still play every move.
+        moves, `engine.player`); the simulations still play every move.  ``first_moves``, when
+        given, is a distribution over the actions from which each simulated game's first move
+        is drawn (a network's policy, `engine.player`), instead of the epsilon-greedy choice:
+        the simulations then spend themselves on the moves the network finds likely, as a
+        tree search's prior spends its visits; the later moves are chosen as usual.
         """
         if simulations is None and seconds is None:
             raise ValueError("TD search needs a number of simulations or a time budget")
@@ -321,10 +331,11 @@ class TdSearch:
         start = time.perf_counter()
         done = moves = 0
         owners = np.zeros(self.game.size**2)
+        first_cdf = _NONE if first_moves is None else np.cumsum(np.asarray(first_moves, dtype=np.float64))
         while simulations is None or done < simulations:
             if (seconds is not None and time.perf_counter() - start >= seconds) or (stopped is not None and stopped()):
                 break
-            moves += self.features.simulate(state, self.config, self._rng, owners)[1]
+            moves += self.features.simulate(state, self.config, self._rng, owners, first_cdf)[1]
             done += 1
         ownership = None
         if done:

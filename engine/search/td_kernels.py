@@ -572,6 +572,7 @@ def simulate(
     hash0: int,
     color0: int,
     passes0: int,
+    first_cdf: np.ndarray,
     move0: int,
     max_moves: int,
     komi: float,
@@ -606,7 +607,10 @@ def simulate(
     learns from the reward, so every simulated state learns, the default policy's too.
     ``traces`` (`new_traces`, for the learnt weights) are empty before and after; the final
     owner of each point (+1 Black, -1 White, 0 neither; Tromp-Taylor, and the game played
-    out, so dead stones are gone) is added to ``ownership``.
+    out, so dead stones are gone) is added to ``ownership``.  ``first_cdf``, when not empty,
+    is a cumulative distribution over the actions from which the game's first move is drawn
+    instead of the epsilon-greedy choice (a network's policy, `engine.search.td.TdSearch.choose`;
+    a draw the player may not play, or a pass, falls back to that choice).
     Self-play TD learning (Sect. 3.2.1) is the same game from the empty board with
     ``greedy_moves`` beyond the move cap.
     """
@@ -650,8 +654,15 @@ def simulate(
             if ok:
                 moves[count] = p
                 count += 1
+        drawn = -1
+        if t == 0 and first_cdf.shape[0] > 0:
+            drawn = np.searchsorted(first_cdf, _uniform(rng) * first_cdf[-1], side="right")
+            if drawn >= n or not candidates[drawn]:
+                drawn = -1
         if count == 0:
             action = n
+        elif drawn >= 0:
+            action = drawn
         elif t < greedy_moves and _uniform(rng) >= epsilon:
             afterstate_logits(
                 board, color, candidates, codes, nbr, base, point_windows, point_powers, index, sign, theta, fixed,

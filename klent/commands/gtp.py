@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-root-moves", type=int, default=0,
                         help="modes td and dyna2: choose among the network policy's this many most probable moves, "
                         "by the simulated games' values (0: no network, every move; default: 0)")
+    parser.add_argument("--td-root-policy", action="store_true",
+                        help="with --td-root-moves: draw each simulated game's first move from the network's "
+                        "policy over those moves, instead of epsilon-greedily on the learnt values")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
     parser.add_argument("--memory", type=int, default=None,
@@ -84,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--td-root-moves must be >= 0")
     if args.td_root_moves and args.mode not in ("td", "dyna2"):
         raise CommandError("--td-root-moves is for --mode td or dyna2")
+    if args.td_root_policy and not args.td_root_moves:
+        raise CommandError("--td-root-policy draws among the network's candidates: it needs --td-root-moves")
     networked = args.model is not None or args.precision != "float32"
     if args.mode in ("td", "dyna2") and not args.td_root_moves and networked:
         raise CommandError(f"--mode {args.mode} uses a network only with --td-root-moves: no --model or --precision")
@@ -113,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=_simulations(args.simulations, args.time), time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
-                            td_root_moves=args.td_root_moves, rescale_floor=args.rescale_floor,
+                            td_root_moves=args.td_root_moves, td_root_policy=args.td_root_policy,
+                            rescale_floor=args.rescale_floor,
                             wave_size=args.wave_size),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
