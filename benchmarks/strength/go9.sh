@@ -31,6 +31,10 @@
 # head-to-head at equal time, e.g. SETTINGS=dyna2-1s OPPONENT=gumbel1s KLENT_FLAGS="--td-root-moves
 # 5 --model weights/go9.onnx". GNU Go (level 10) then only scores the games that end in two passes.
 #
+# TIME_PER_MOVE (seconds, default 10) is the match's limit a move for both engines, and the clock
+# klent's searches are told (`time_settings`): TD search at 10,000 simulations takes about 7 s a
+# move on an idle core, so its rows want more headroom, e.g. TIME_PER_MOVE=30.
+#
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL, or NAME-SETTING-OPPONENT),
 # to keep other models' apart.
 #
@@ -49,6 +53,7 @@ OPENINGS=${OPENINGS:-}
 GUMBEL=${GUMBEL:-0}
 KLENT_FLAGS=${KLENT_FLAGS:-}
 OPPONENT=${OPPONENT:-gnugo}
+TIME_PER_MOVE=${TIME_PER_MOVE:-10}
 openings=""
 if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS"; fi
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
@@ -77,7 +82,7 @@ play_setting() {
   out=runs/strength/$NAME-$setting-$against
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $who, $setting vs $title, $GAMES games -> $out"
-  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move 10 --concurrency "$CONCURRENCY" --out "$out" $resume $openings \
+  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move "$TIME_PER_MOVE" --concurrency "$CONCURRENCY" --out "$out" $resume $openings \
     --engine1 ".venv/bin/klent gtp $play $threads --resign-threshold $resign $KLENT_FLAGS" \
     --engine2 "$opponent" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"
