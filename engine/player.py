@@ -143,7 +143,10 @@ class PlayOptions:
     also drawn from the network's policy over those candidates (the other way the issue
     names of putting the network in the loop: its policy plays the simulations' first ply, so
     the simulations spend themselves on its candidates), instead of epsilon-greedily on the
-    learnt values.
+    learnt values.  ``td``: the TD modes' parameters (`engine.search.td.TdConfig`: epsilon,
+    alpha, lambda, the shapes and their sharing, the greedy moves T; the paper's defaults); its
+    ``seed``, when None, is the player's.  A move asked with other parameters than the last
+    starts a new transient memory.
     """
 
     mode: Mode = "search"
@@ -160,6 +163,7 @@ class PlayOptions:
     memory: int | None = None
     td_root_moves: int = 0
     td_root_policy: bool = False
+    td: TdConfig = TdConfig()
     rescale_floor: float | None = None
     wave_size: int | None = None
 
@@ -587,16 +591,20 @@ class Player:
         limits = SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop, memory=opts.memory)
         return self._search(state, limits, opts)
 
-    def _td_search(self, mode: str) -> TdSearch:
-        """The TD search of ``mode``, made on first use and kept for the following moves."""
+    def _td_search(self, mode: str, config: TdConfig | None = None) -> TdSearch:
+        """The TD search of ``mode`` with ``config`` (default: the player's options'), made on
+        first use and kept for the following moves while the parameters stay the same."""
+        config = config or self.options.td
+        if config.seed is None:
+            config = replace(config, seed=self._seed)
         td_search = self._td.get(mode)
-        if td_search is None:
+        if td_search is None or td_search.config != config:
             if not isinstance(self.game, GoGame):
                 raise ValueError(f"TD search plays Go, not {self.game.name}")
             if mode == "dyna2" and self.permanent is None:
                 raise ValueError("Dyna-2 needs permanent weights (go<N>-td.npz, from `klent train --algo td-learning`)")
             permanent = self.permanent if mode == "dyna2" else None
-            td_search = self._td[mode] = TdSearch(self.game, TdConfig(seed=self._seed), permanent)
+            td_search = self._td[mode] = TdSearch(self.game, config, permanent)
         return td_search
 
     def _td_choose(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> SearchResult:
@@ -612,7 +620,7 @@ class Player:
             if opts.td_root_policy:
                 first_moves = np.zeros_like(prior)
                 first_moves[candidates] = prior[candidates]
-        chosen = self._td_search(opts.mode).choose(
+        chosen = self._td_search(opts.mode, opts.td).choose(
             _go_state(state), opts.simulations, opts.time, stop, candidates, first_moves)
         return _search_result(chosen, prior)
 

@@ -16,6 +16,7 @@ import pytest
 from engine.games import get
 from engine.games.go import GoGame
 from engine.player import MoveRule, Player, PlayOptions, ShapeWeights, load_td_weights, model_path_for
+from engine.search.td import TdConfig
 from klent.cli import main as klent_main
 from protocols.engine_process import GtpFailure, GtpProcess
 
@@ -101,6 +102,21 @@ def test_dyna2_needs_its_permanent_weights(tmp_path):
         load_td_weights(GoGame(7), tmp_path / "go9-td.npz")
 
 
+def test_td_parameters_reach_the_search_and_new_ones_start_a_new_memory():
+    game = GoGame(9)
+    one_by_one = TdConfig(shapes=(1,), greedy_moves=0)
+    player = Player(None, PlayOptions(mode="td", simulations=10, td=one_by_one), game=game, seed=0)
+    player.decide()
+    memory = player._td_search("td")
+    assert memory.config == TdConfig(shapes=(1,), greedy_moves=0, seed=0)
+    assert memory.transient.size == ShapeWeights.weight_count(9, (1,), ("none",)) and memory.transient.any()
+    player.decide()
+    assert player._td_search("td") is memory  # the same parameters keep the memory
+    player.decide(PlayOptions(mode="td", simulations=10))  # the defaults: another search
+    default = player._td_search("td", TdConfig())
+    assert default is not memory and default.config.shapes == (1, 2)
+
+
 def test_td_modes_refuse_other_games_and_network_modes_need_a_network():
     with pytest.raises(ValueError, match="TD search plays Go, not chess"):
         Player.load(get("chess"), options=PlayOptions(mode="td", simulations=10))
@@ -181,6 +197,24 @@ def test_gtp_td_with_the_network_at_the_root(capsys):
     assert "--td-root-moves is for --mode td or dyna2" in capsys.readouterr().err
     assert klent_main(["gtp", "--mode", "td", "--td-root-policy"]) == 2
     assert "--td-root-policy draws among the network's candidates" in capsys.readouterr().err
+
+
+def test_gtp_takes_the_td_parameters(capsys):
+    process = gtp("--mode", "td", "--td-shapes", "1", "--td-sharing", "LD", "--td-lambda", "0", "--td-epsilon",
+                  "0.2", "--td-alpha", "0.05", "--td-greedy-moves", "10", "--weights-dir", "/nonexistent")
+    try:
+        assert process.send("genmove b") not in ("pass", "resign")
+    finally:
+        process.close()
+    for flags, error in [
+        (["--mode", "td", "--td-shapes", "1,4"], "TD search parameters: shapes must be a sorted selection"),
+        (["--mode", "dyna2", "--td-epsilon", "2"], "TD search parameters: epsilon must be within [0, 1]"),
+        (["--mode", "td", "--td-shapes", "two"], "--td-shapes takes square sizes such as 1,2,3"),
+        (["--mode", "td", "--td-sharing", "LX"], "TD search parameters: sharing must be distinct names"),
+        (["--mode", "search", "--td-alpha", "0.2"], "the --td-* parameters are for --mode td or dyna2"),
+    ]:
+        assert klent_main(["gtp", *flags]) == 2
+        assert error in capsys.readouterr().err
 
 
 def test_gtp_plays_dyna2_with_a_weights_file(tmp_path):

@@ -10,9 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from klent import __version__
 from klent.cli import CommandError, add_device, add_search_tuning, check_device
+
+if TYPE_CHECKING:
+    from engine.search.td import TdConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +43,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--td-root-policy", action="store_true",
                         help="with --td-root-moves: draw each simulated game's first move from the network's "
                         "policy over those moves, instead of epsilon-greedily on the learnt values")
+    td = parser.add_argument_group("TD search parameters",
+                                   "modes td and dyna2; the defaults are the paper's where it gives them")
+    td.add_argument("--td-epsilon", type=float, default=None,
+                    help="exploration rate of the simulated players (default: 0.1)")
+    td.add_argument("--td-alpha", type=float, default=None, help="normalised step size (default: 0.1)")
+    td.add_argument("--td-lambda", type=float, default=None,
+                    help="lambda of NTD2(lambda) (default: 0.4, ours: the paper does not print it)")
+    td.add_argument("--td-shapes", default=None,
+                    help="square sizes of the learnt shape features, comma-separated, e.g. 1,2,3 (default: 1,2)")
+    td.add_argument("--td-sharing", default=None,
+                    help="their weight sharing, comma-separated from none, LI, LD (default: none)")
+    td.add_argument("--td-greedy-moves", type=int, default=None,
+                    help="T: simulated moves chosen epsilon-greedily before the random default policy (default: 6)")
     parser.add_argument("--time", type=float, default=None,
                         help="seconds per move at most (a clock from time_settings can lower it)")
     parser.add_argument("--memory", type=int, default=None,
@@ -72,6 +89,29 @@ def _simulations(asked: int | None, seconds: float | None) -> int | None:
     if asked is not None:
         return asked
     return None if seconds is not None else DEFAULT_SIMULATIONS
+
+
+def _td_config(args: argparse.Namespace) -> TdConfig:
+    """The TD search parameters given on the command line over the paper's defaults; a bad one
+    is a one-line error."""
+    from engine.search.td import TdConfig
+
+    given = {"epsilon": args.td_epsilon, "alpha": args.td_alpha, "lam": args.td_lambda,
+             "greedy_moves": args.td_greedy_moves}
+    try:
+        if args.td_shapes is not None:
+            given["shapes"] = tuple(int(k) for k in args.td_shapes.split(","))
+    except ValueError:
+        raise CommandError(f"--td-shapes takes square sizes such as 1,2,3, not {args.td_shapes!r}") from None
+    if args.td_sharing is not None:
+        given["sharing"] = tuple(args.td_sharing.split(","))
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if chosen and args.mode not in ("td", "dyna2"):
+        raise CommandError("the --td-* parameters are for --mode td or dyna2")
+    try:
+        return TdConfig(**chosen)
+    except ValueError as error:
+        raise CommandError(f"TD search parameters: {error}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if args.time_margin < 0:
         raise CommandError("--time-margin must be >= 0")
     check_device(args.device)
+    td = _td_config(args)
     weights_dir = Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR
     model = args.model
     if args.precision != "float32":  # one model: the per-size lookup in weights_dir knows float32 files only
@@ -118,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         weights_dir=weights_dir,
         options=PlayOptions(mode=args.mode, simulations=_simulations(args.simulations, args.time), time=args.time,
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
-                            td_root_moves=args.td_root_moves, td_root_policy=args.td_root_policy,
+                            td_root_moves=args.td_root_moves, td_root_policy=args.td_root_policy, td=td,
                             rescale_floor=args.rescale_floor,
                             wave_size=args.wave_size),
         resign_threshold=args.resign_threshold,
