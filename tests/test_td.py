@@ -236,8 +236,8 @@ def test_first_moves_draw_each_simulations_first_move():
     assert split.ownership is not None
     assert split.ownership[0, 4] + split.ownership[1, 4] == pytest.approx(1.0)  # one of the two, every game
     assert 0.4 < split.ownership[0, 4] < 0.6
-    # Without it the first move is epsilon-greedy: with no weights learnt yet, any of the
-    # 15 empty points, so column E is rarely Black's.
+    # Without it the first move is epsilon-greedy on the values the simulations learn, which
+    # keep Black mostly out of column E here.
     free = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=400)
     assert free.ownership is not None and free.ownership[0, 4] < 0.3
     # A draw the player may not play (an occupied point) falls back to the usual choice.
