@@ -188,11 +188,12 @@ def test_gtp_plays_td_search_without_a_model():
 
 
 def test_gtp_td_with_the_network_at_the_root(capsys):
-    process = gtp("--mode", "td", "--td-root-moves", "2", "--model", str(model_path_for(GoGame(9))))
-    try:
-        assert process.send("genmove b") not in ("pass", "resign")
-    finally:
-        process.close()
+    for policy in ([], ["--td-root-policy"]):
+        process = gtp("--mode", "td", "--td-root-moves", "2", *policy, "--model", str(model_path_for(GoGame(9))))
+        try:
+            assert process.send("genmove b") not in ("pass", "resign")
+        finally:
+            process.close()
     assert klent_main(["gtp", "--mode", "search", "--td-root-moves", "2"]) == 2
     assert "--td-root-moves is for --mode td or dyna2" in capsys.readouterr().err
     assert klent_main(["gtp", "--mode", "td", "--td-root-policy"]) == 2
