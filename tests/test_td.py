@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 
+from engine.games import go_kernels as gk
 from engine.games.go import GoGame
 from engine.search import td_kernels as tk
 from engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
@@ -323,6 +324,59 @@ def test_pass_after_a_pass_is_valued_by_the_result():
     state = setup(game, rows, to_play=1).play(game.pass_action)
     result = TdSearch(game, TdConfig(seed=0)).choose(state, simulations=20)
     assert result.action == game.pass_action and result.value == 1.0
+
+
+def _random_moves(state, seen: list[int], draws: int) -> tuple[list[int], list[tuple[np.ndarray, int]]]:
+    """``draws`` default-policy moves of ``state``'s mover (`tk.random_move`), each from the
+    same position, with the board and hash each left behind."""
+    game = state.game
+    n = game.size**2
+    hist = state.board().ravel().astype(np.int8)[None, :].copy()
+    h = gk.board_hash(hist[0], game._zob)
+    keys = np.array(sorted({h, *seen}), dtype=np.int64)
+    diag = gk.diagonal_table(game.size)
+    rng = tk.seed_state(7)
+    points, after = [], []
+    for _ in range(draws):
+        new_hist = np.empty_like(hist)
+        new_seen = np.empty(keys.shape[0] + 1, np.int64)
+        color = 1 if state.to_play == 0 else -1
+        p, h2 = tk.random_move(hist, keys, h, color, game._nbr, game._zob, diag, new_hist, new_seen,
+                               np.empty(n, np.int32), rng)
+        points.append(int(p))
+        after.append((new_hist[0].copy(), int(h2)))
+    return points, after
+
+
+def test_default_policy_draws_uniformly_among_legal_moves_that_fill_no_own_eye():
+    # Black to move: (1, 1) is Black's own eye, (4, 4) is suicide inside White's corner, and
+    # (0, 4) is forbidden by superko (the position after it is marked as seen).  The draw must
+    # never give those, give every other empty point, and each about equally often.
+    game = GoGame(5)
+    rows = ["XXX..", "X.X.O", "XXX..", "...OO", "...O."]
+    state = setup(game, rows)
+    n = game.size**2
+    forbidden = state.play(4)  # Black at (0, 4), the position whose hash counts as seen
+    seen = [gk.board_hash(forbidden.board().ravel().astype(np.int8), game._zob)]
+    expected = sorted(int(p) for p in np.flatnonzero(state.board().ravel() == 0) if p not in (6, 24, 4))
+    draws = 4000
+    points, after = _random_moves(state, seen, draws)
+    assert sorted(set(points)) == expected
+    counts = np.bincount(points, minlength=n)[expected]
+    mean = draws / len(expected)
+    assert np.all(np.abs(counts - mean) < 5 * np.sqrt(mean)), counts
+    # what is left behind is the position after the drawn move, with its hash
+    for p, (board, h) in zip(points[:20], after[:20]):
+        played = state.play(p)
+        assert np.array_equal(board, played.board().ravel()) and h == gk.board_hash(board, game._zob)
+
+
+def test_default_policy_passes_when_only_own_eyes_are_left():
+    game = GoGame(5)
+    rows = ["X.XXX", "XXXXX", "XX.XX", "XXXXX", "XXXX."]
+    state = setup(game, rows)
+    points, after = _random_moves(state, [], 50)
+    assert set(points) == {game.size**2}
 
 
 # --- Dyna-2 and the permanent weights ----------------------------------------------------

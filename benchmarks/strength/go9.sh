@@ -32,7 +32,7 @@
 # 5 --model weights/go9.onnx". GNU Go (level 10) then only scores the games that end in two passes.
 #
 # TIME_PER_MOVE (seconds, default 10) is the match's limit a move for both engines, and the clock
-# klent's searches are told (`time_settings`): TD search at 10,000 simulations takes about 7 s a
+# klent's searches are told (`time_settings`): TD search at 10,000 simulations takes 4-5 s a
 # move on an idle core, so its rows want more headroom, e.g. TIME_PER_MOVE=30.
 #
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL, or NAME-SETTING-OPPONENT),

@@ -267,6 +267,51 @@ def _below(rng: np.ndarray, count: int) -> int:
 
 
 @njit(cache=True)
+def random_move(
+    hist: np.ndarray,
+    seen: np.ndarray,
+    h: int,
+    color: int,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    new_hist: np.ndarray,
+    new_seen: np.ndarray,
+    points: np.ndarray,
+    rng: np.ndarray,
+) -> tuple[int, int]:
+    """Play the default policy's move: uniformly random among the legal points that do not
+    fill an own single-point eye; returns (the point, the new hash), or (n, ``h``) when there
+    is none (the player passes).  On a point, ``new_hist``/``new_seen`` hold the position after
+    it, as `go_kernels.play_stone` fills them.
+
+    Why not the legal mask: a random move needs only one legal point, so the empty points are
+    drawn in random order and the first that is neither an own eye nor refused by
+    ``play_stone`` (suicide, superko) is played.  Drawing without replacement until one is
+    accepted is uniform over the accepted points, the distribution of a draw from the full mask,
+    at the cost of a few local floods instead of a flood of the whole board and an eye test of
+    every point.  ``points`` is scratch space of n entries.
+    """
+    board = hist[0]
+    n = board.shape[0]
+    count = 0
+    for p in range(n):
+        if board[p] == 0:
+            points[count] = p
+            count += 1
+    while count > 0:
+        i = _below(rng, count)
+        p = points[i]
+        if not gk.own_eye(board, p, color, nbr, diag):
+            status, h2 = gk.play_stone(hist, seen, h, p, color, nbr, zob, new_hist, new_seen)
+            if status == gk.OK:
+                return p, h2
+        count -= 1
+        points[i] = points[count]
+    return n, h
+
+
+@njit(cache=True)
 def window_codes(board: np.ndarray, point_windows: np.ndarray, point_powers: np.ndarray, codes: np.ndarray) -> None:
     """Fill ``codes`` with the shape code of every window of ``board``."""
     codes[:] = 0
@@ -601,8 +646,8 @@ def simulate(
     TD search's simulation (Sect. 4.2, 4.4): the players choose epsilon-greedily on the
     current afterstate values (Black maximising, White minimising V, ties broken at random)
     for the first ``greedy_moves`` moves, then by the default policy, uniformly random (Sect.
-    4.5.1, the paper's T); both never fill their own single-point eyes and pass only without
-    another move (Sect. 3.2.1).  After every move the state two plies back is updated by
+    4.5.1, the paper's T; `random_move`); both never fill their own single-point eyes and pass
+    only without another move (Sect. 3.2.1).  After every move the state two plies back is updated by
     logistic NTD2(lambda) (`ntd2_update`), and at the end the last state of each colour
     learns from the reward, so every simulated state learns, the default policy's too.
     ``traces`` (`new_traces`, for the learnt weights) are empty before and after; the final
@@ -646,49 +691,57 @@ def simulate(
     t = 0
     while True:
         board = hist[0]
-        gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
-        count = 0
-        for p in range(n):
-            ok = mask[p] and not gk.own_eye(board, p, color, nbr, diag)
-            candidates[p] = ok
-            if ok:
-                moves[count] = p
-                count += 1
+        greedy = t < greedy_moves and _uniform(rng) >= epsilon
         drawn = -1
-        if t == 0 and first_cdf.shape[0] > 0:
-            drawn = np.searchsorted(first_cdf, _uniform(rng) * first_cdf[-1], side="right")
-            if drawn >= n or not candidates[drawn]:
-                drawn = -1
-        if count == 0:
-            action = n
-        elif drawn >= 0:
-            action = drawn
-        elif t < greedy_moves and _uniform(rng) >= epsilon:
-            afterstate_logits(
-                board, color, candidates, codes, nbr, base, point_windows, point_powers, index, sign, theta, fixed,
-                values,
-            )
-            action = moves[0]
-            best = color * values[action]
-            ties = 1
-            for i in range(1, count):
-                v = color * values[moves[i]]
-                if v > best:
-                    best = v
-                    action = moves[i]
-                    ties = 1
-                elif v == best:
-                    ties += 1
-                    if _below(rng, ties) == 0:
+        if greedy or (t == 0 and first_cdf.shape[0] > 0):
+            # the choice needs every candidate: the afterstate values, or the draw's check
+            gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
+            count = 0
+            for p in range(n):
+                ok = mask[p] and not gk.own_eye(board, p, color, nbr, diag)
+                candidates[p] = ok
+                if ok:
+                    moves[count] = p
+                    count += 1
+            if t == 0 and first_cdf.shape[0] > 0:
+                drawn = np.searchsorted(first_cdf, _uniform(rng) * first_cdf[-1], side="right")
+                if drawn >= n or not candidates[drawn]:
+                    drawn = -1
+            if count == 0:
+                action = n
+            elif drawn >= 0:
+                action = drawn
+            elif greedy:
+                afterstate_logits(
+                    board, color, candidates, codes, nbr, base, point_windows, point_powers, index, sign, theta,
+                    fixed, values,
+                )
+                action = moves[0]
+                best = color * values[action]
+                ties = 1
+                for i in range(1, count):
+                    v = color * values[moves[i]]
+                    if v > best:
+                        best = v
                         action = moves[i]
+                        ties = 1
+                    elif v == best:
+                        ties += 1
+                        if _below(rng, ties) == 0:
+                            action = moves[i]
+            else:
+                action = moves[_below(rng, count)]
+            if action != n:
+                status, h = gk.play_stone(hist, seen[:known], h, action, color, nbr, zob, new_hist,
+                                          new_seen[: known + 1])
+                if status != gk.OK:  # cannot happen for a move legal_points allowed
+                    raise RuntimeError("TD search simulation played an illegal move")
         else:
-            action = moves[_below(rng, count)]
+            action, h = random_move(hist, seen[:known], h, color, nbr, zob, diag, new_hist, new_seen[: known + 1],
+                                    moves, rng)
         if action == n:
             passes += 1
         else:
-            status, h = gk.play_stone(hist, seen[:known], h, action, color, nbr, zob, new_hist, new_seen[: known + 1])
-            if status != gk.OK:  # cannot happen for a move legal_points allowed
-                raise RuntimeError("TD search simulation played an illegal move")
             frozen += _recode(hist[0], new_hist[0], point_windows, point_powers, codes, base, fixed)
             hist, new_hist = new_hist, hist
             seen, new_seen = new_seen, seen
