@@ -11,7 +11,7 @@ moves alike.  Those pieces live here so that a fix to one of them is a fix for e
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -42,6 +42,51 @@ class BoardState(State, Generic[G]):
     @property
     def move_number(self) -> int:
         return self._move_number
+
+    def __repr__(self) -> str:
+        side = "Black" if self._to_play == 0 else "White"
+        return f"<{type(self).__name__} {self._game.name} move {self._move_number}, {side} to play>"
+
+
+def read_only_board(flat: np.ndarray, size: int) -> np.ndarray:
+    """A flat board as the read-only ``[size, size]`` view that `State.board` hands out (a
+    caller cannot change the position behind the state's back)."""
+    view = flat.reshape(size, size)
+    view.flags.writeable = False
+    return view
+
+
+def board_point(action: int, size: int, special: int, game: str) -> tuple[int, int] | None:
+    """(row, column) of a point of a square board game's action, None for its one action off
+    the board (``special``: Go's and Othello's pass, Hex's swap); raises `IllegalMoveError`
+    for an action the game does not have, which each game's notation would otherwise misprint."""
+    action = int(action)
+    if action == special:
+        return None
+    if not 0 <= action < special:
+        raise IllegalMoveError(f"action {action} is not a move of {game} (0..{special})")
+    return divmod(action, size)
+
+
+def setup_board(
+    size: int, black: Iterable[int], white: Iterable[int], to_play: int, notation: Callable[[int], str], piece: str
+) -> np.ndarray:
+    """The flat board of a set-up position of a square board game: +1 on ``black``'s points, -1
+    on ``white``'s.  Raises `GameFormatError` for a point off the board or given twice (named
+    in the game's ``notation``, the ``piece`` being "stone" or "disc"), and ValueError for a
+    side to move other than 0 or 1."""
+    board = np.zeros(size * size, dtype=np.int8)
+    for points, color in ((black, 1), (white, -1)):
+        for point in points:
+            point = int(point)
+            if not 0 <= point < board.size:
+                raise GameFormatError(f"set-up {piece} {point} is off the {size}x{size} board")
+            if board[point] != 0:
+                raise GameFormatError(f"set-up point {notation(point)} is given twice")
+            board[point] = color
+    if to_play not in (0, 1):
+        raise ValueError(f"to_play must be 0 (Black) or 1 (White), not {to_play!r}")
+    return board
 
 
 class BoardGame(Game):

@@ -47,7 +47,7 @@ import numpy as np
 
 from engine.games import go_kernels as k
 from engine.games.base import GameFormatError, IllegalMoveError, Setup, SetupError, State
-from engine.games.board_games import BoardGame, BoardState
+from engine.games.board_games import BoardGame, BoardState, board_point, read_only_board, setup_board
 from engine.games.symmetry import point_permutations
 
 COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP columns: no "I"
@@ -65,12 +65,6 @@ def score_text(score: float) -> str:
     if score == 0:
         return "0"
     return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
-
-
-def _read_only(array: np.ndarray) -> np.ndarray:
-    view = array.view()
-    view.flags.writeable = False
-    return view
 
 
 class GoState(BoardState["GoGame"]):
@@ -167,8 +161,7 @@ class GoState(BoardState["GoGame"]):
 
     def board(self) -> np.ndarray:
         """Read-only ``int8[size, size]`` view: +1 Black, -1 White, 0 empty; row 0 is the top."""
-        size = self._game.size
-        return _read_only(self._hist[0].reshape(size, size))
+        return read_only_board(self._hist[0], self._game.size)
 
     def ownership(self) -> np.ndarray:
         """``int8[size, size]`` Tromp-Taylor area map: +1 Black's, -1 White's, 0 neither."""
@@ -212,10 +205,6 @@ class GoState(BoardState["GoGame"]):
             actions.append(state._last_action)  # type: ignore[arg-type]
             state = state._previous
         return actions[::-1]
-
-    def __repr__(self) -> str:
-        side = "Black" if self._to_play == 0 else "White"
-        return f"<GoState {self._game.name} move {self._move_number}, {side} to play>"
 
 
 class GoGame(BoardGame):
@@ -313,22 +302,11 @@ class GoGame(BoardGame):
         if a point is off the board, given twice, or a group has no liberty.  The position is
         the first of the game for superko and for the encoder's history.
         """
-        n = self.size * self.size
-        board = np.zeros(n, dtype=np.int8)
-        for stones, color in ((black, 1), (white, -1)):
-            for point in stones:
-                point = int(point)
-                if not 0 <= point < n:
-                    raise GameFormatError(f"set-up stone {point} is off the {self.size}x{self.size} board")
-                if board[point] != 0:
-                    raise GameFormatError(f"set-up point {self.vertex(point)} is given twice")
-                board[point] = color
-        if to_play not in (0, 1):
-            raise ValueError(f"to_play must be 0 (Black) or 1 (White), not {to_play!r}")
+        board = setup_board(self.size, black, white, to_play, self.vertex, "stone")
         for stone in np.flatnonzero(board):
             if not self._has_liberty(board, int(stone)):
                 raise GameFormatError(f"set-up group at {self.vertex(int(stone))} has no liberty")
-        hist = np.zeros((k.HISTORY, n), dtype=np.int8)
+        hist = np.zeros((k.HISTORY, board.size), dtype=np.int8)
         hist[0] = board
         position_hash = int(k.board_hash(board, self._zob))
         seen = np.array([position_hash], dtype=np.int64)
@@ -444,13 +422,8 @@ class GoGame(BoardGame):
 
     def vertex(self, action: int) -> str:
         """GTP vertex of an action: "D4", or "pass"."""
-        action = int(action)
-        if action == self.pass_action:
-            return "pass"
-        if not 0 <= action < self.pass_action:
-            raise IllegalMoveError(f"action {action} is not a move of {self.name} (0..{self.pass_action})")
-        row, col = divmod(action, self.size)
-        return f"{COLUMNS[col]}{self.size - row}"
+        point = board_point(action, self.size, self.pass_action, self.name)
+        return "pass" if point is None else f"{COLUMNS[point[1]]}{self.size - point[0]}"
 
     def parse_vertex(self, text: str) -> int:
         """Action of a GTP vertex ("d4", "Q16", "PASS"); raises `GameFormatError` if malformed."""

@@ -43,7 +43,7 @@ import numpy as np
 
 from engine.games import hex_kernels as k
 from engine.games.base import GameFormatError, IllegalMoveError, State
-from engine.games.board_games import BoardGame, BoardState
+from engine.games.board_games import BoardGame, BoardState, board_point, read_only_board
 
 COLUMNS = "abcdefghijklmnopqrs"
 MIN_SIZE, MAX_SIZE = 2, 19
@@ -116,14 +116,7 @@ class HexState(BoardState["HexGame"]):
 
     def board(self) -> np.ndarray:
         """Read-only ``int8[size, size]`` view: +1 Black, -1 White, 0 empty; row 0 is the top."""
-        size = self._game.size
-        view = self._board.reshape(size, size)
-        view.flags.writeable = False
-        return view
-
-    def __repr__(self) -> str:
-        side = "Black" if self._to_play == 0 else "White"
-        return f"<HexState {self._game.name} move {self._move_number}, {side} to play>"
+        return read_only_board(self._board, self._game.size)
 
 
 class HexGame(BoardGame):
@@ -159,13 +152,8 @@ class HexGame(BoardGame):
 
     def cell(self, action: int) -> str:
         """Notation of an action: "f6" (column letter, row number from the top), or "swap"."""
-        action = int(action)
-        if action == self.swap_action:
-            return "swap"
-        if not 0 <= action < self.swap_action:
-            raise IllegalMoveError(f"action {action} is not a move of {self.name} (0..{self.swap_action})")
-        row, col = divmod(action, self.size)
-        return f"{COLUMNS[col]}{row + 1}"
+        point = board_point(action, self.size, self.swap_action, self.name)
+        return "swap" if point is None else f"{COLUMNS[point[1]]}{point[0] + 1}"
 
     def parse_cell(self, text: str) -> int:
         """Action of a cell ("f6", "K11", "swap"); raises `GameFormatError` if malformed."""

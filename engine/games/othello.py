@@ -35,7 +35,7 @@ import numpy as np
 
 from engine.games import othello_kernels as k
 from engine.games.base import GameFormatError, IllegalMoveError, State
-from engine.games.board_games import BoardGame, BoardState
+from engine.games.board_games import BoardGame, BoardState, board_point, read_only_board, setup_board
 from engine.games.symmetry import point_permutations
 
 SIZE = k.SIZE
@@ -101,13 +101,7 @@ class OthelloState(BoardState["OthelloGame"]):
 
     def board(self) -> np.ndarray:
         """Read-only ``int8[8, 8]`` view: +1 Black, -1 White, 0 empty; row 0 is the top ("a1" at [0, 0])."""
-        view = self._board.reshape(SIZE, SIZE)
-        view.flags.writeable = False
-        return view
-
-    def __repr__(self) -> str:
-        side = "Black" if self._to_play == 0 else "White"
-        return f"<OthelloState move {self._move_number}, {side} to play>"
+        return read_only_board(self._board, SIZE)
 
 
 class OthelloGame(BoardGame):
@@ -128,17 +122,7 @@ class OthelloGame(BoardGame):
         Any arrangement is accepted (Othello has no illegal placements, only unreachable
         ones); raises `GameFormatError` if a square is off the board or given twice.
         """
-        board = np.zeros(k.SQUARES, dtype=np.int8)
-        for squares, color in ((black, 1), (white, -1)):
-            for square in squares:
-                square = int(square)
-                if not 0 <= square < k.SQUARES:
-                    raise GameFormatError(f"set-up disc {square} is off the 8x8 board")
-                if board[square] != 0:
-                    raise GameFormatError(f"set-up square {self.square(square)} is given twice")
-                board[square] = color
-        if to_play not in (0, 1):
-            raise ValueError(f"to_play must be 0 (Black) or 1 (White), not {to_play!r}")
+        board = setup_board(SIZE, black, white, to_play, self.square, "disc")
         mask = np.empty(self.num_actions, dtype=np.bool_)
         live = k.fill_mask(board, 1 if to_play == 0 else -1, mask)
         return OthelloState(self, board, mask, live, to_play, 0)
@@ -157,13 +141,8 @@ class OthelloGame(BoardGame):
 
     def square(self, action: int) -> str:
         """Notation of an action: "d3", or "pass"."""
-        action = int(action)
-        if action == k.PASS:
-            return "pass"
-        if not 0 <= action < k.PASS:
-            raise IllegalMoveError(f"action {action} is not a move of othello (0..{k.PASS})")
-        row, col = divmod(action, SIZE)
-        return f"{COLUMNS[col]}{row + 1}"
+        point = board_point(action, SIZE, k.PASS, self.name)
+        return "pass" if point is None else f"{COLUMNS[point[1]]}{point[0] + 1}"
 
     def parse_square(self, text: str) -> int:
         """Action of a square ("d3", "F5", "pass"); raises `GameFormatError` if malformed."""

@@ -1,0 +1,46 @@
+"""engine/games/board_games.py: the pieces Go, Hex and Othello share, checked on each game."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.games.base import GameFormatError, IllegalMoveError
+from engine.games.go import GoGame
+from engine.games.hex import HexGame
+from engine.games.othello import OthelloGame
+
+GAMES = [GoGame(9), HexGame(11), OthelloGame()]
+
+
+@pytest.mark.parametrize("game", GAMES, ids=lambda g: g.name)
+def test_a_notation_refuses_actions_the_game_does_not_have(game) -> None:
+    write = getattr(game, {"go9": "vertex", "hex11": "cell", "othello": "square"}[game.name])
+    for action in (-1, game.num_actions):
+        with pytest.raises(IllegalMoveError, match=rf"action {action} is not a move of {game.name}"):
+            write(action)
+
+
+@pytest.mark.parametrize("game", GAMES, ids=lambda g: g.name)
+def test_a_state_shows_a_read_only_square_board_and_says_what_it_is(game) -> None:
+    state = game.initial_state()
+    state = state.play(int(np.flatnonzero(state.legal_mask())[0]))
+    board = state.board()
+    size = int(np.sqrt(board.size))
+    assert board.shape == (size, size) and np.count_nonzero(board) >= 1
+    with pytest.raises(ValueError):
+        board[0, 0] = 1
+    assert repr(state) == f"<{type(state).__name__} {game.name} move 1, White to play>"
+
+
+@pytest.mark.parametrize("game, piece, point", [(GoGame(9), "stone", "B9"), (OthelloGame(), "disc", "b1")],
+                         ids=["go9", "othello"])
+def test_a_set_up_position_refuses_points_off_the_board_or_given_twice(game, piece, point) -> None:
+    with pytest.raises(GameFormatError, match=rf"set-up {piece} 99 is off the"):
+        game.setup_state(black=[99])
+    with pytest.raises(GameFormatError, match=rf"set-up point {point} is given twice"):
+        game.setup_state(black=[1], white=[1])
+    with pytest.raises(ValueError, match="to_play"):
+        game.setup_state(black=[1], to_play=2)
+    state = game.setup_state(black=[1], white=[2], to_play=1)
+    assert state.board().ravel()[1] == 1 and state.board().ravel()[2] == -1 and state.to_play == 1
