@@ -83,11 +83,14 @@ def running_server(
     models_dir: str | os.PathLike[str],
     args: Sequence[str] = (),
     env: dict[str, str] | None = None,
-    startup_timeout: float = 60.0,
+    startup_timeout: float = 300.0,
 ) -> Iterator[ServerProcess]:
     """Run `klent serve` on a free port of 127.0.0.1 until the block ends (then SIGTERM).
 
     Waits for ``/readyz``; raises RuntimeError with the server's output if it does not come up.
+    A server that exits is reported at once; ``startup_timeout`` only bounds a slow start, and
+    the first start from a fresh checkout compiles the search's and TD search's numba kernels
+    in the warm-up (about 35 CPU-seconds), which took over a minute on a loaded two-core machine.
     """
     import httpx
 
