@@ -47,7 +47,8 @@ def random_playouts(
 ) -> int:
     """Play ``games`` random games from ``board0`` with the rules kernels; returns the moves
     played.  ``lazy``: each move by `td_kernels.random_move` (TD search's default policy),
-    else from the full legal mask (legal_points, the eye test of every point, play_stone)."""
+    else from the full legal mask (`td_kernels.candidate_moves`: legal_points and the eye test
+    of every legal point, then play_stone)."""
     n = board0.shape[0]
     total = 0
     mask = np.empty(n + 1, np.bool_)
@@ -69,12 +70,7 @@ def random_playouts(
                 action, h = tk.random_move(hist, seen[:known], h, color, nbr, zob, diag, new_hist,
                                            new_seen[: known + 1], moves, rng)
             else:
-                gk.legal_points(hist[0], color, h, seen[:known], nbr, zob, mask)
-                count = 0
-                for p in range(n):
-                    if mask[p] and not gk.own_eye(hist[0], p, color, nbr, diag):
-                        moves[count] = p
-                        count += 1
+                count = tk.candidate_moves(hist[0], color, h, seen[:known], nbr, zob, diag, mask, moves)
                 action = n
                 if count > 0:
                     action = moves[tk._below(rng, count)]

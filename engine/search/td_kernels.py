@@ -267,6 +267,32 @@ def _below(rng: np.ndarray, count: int) -> int:
 
 
 @njit(cache=True)
+def candidate_moves(
+    board: np.ndarray,
+    color: int,
+    h: int,
+    seen: np.ndarray,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+) -> int:
+    """The moves a simulated player may choose among: ``mask[:n]`` the legal points that fill
+    no own single-point eye (``mask[n]``, the pass, True), their points in ``moves[:count]``;
+    returns ``count``.  What a choice that compares every candidate needs (the greedy moves,
+    the network's first-move draw); `random_move` plays one without it."""
+    gk.legal_points(board, color, h, seen, nbr, zob, mask)
+    gk.clear_own_eyes(board, color, nbr, diag, mask)
+    count = 0
+    for p in range(board.shape[0]):
+        if mask[p]:
+            moves[count] = p
+            count += 1
+    return count
+
+
+@njit(cache=True)
 def random_move(
     hist: np.ndarray,
     seen: np.ndarray,
@@ -675,7 +701,6 @@ def simulate(
     new_seen = np.empty_like(seen)
     known = seen0.shape[0]
     mask = np.empty(n + 1, np.bool_)
-    candidates = np.zeros(n + 1, np.bool_)
     moves = np.empty(n, np.int32)
     values = np.empty(n)
     codes = np.empty(base.shape[0], np.int32)
@@ -692,20 +717,14 @@ def simulate(
     while True:
         board = hist[0]
         greedy = t < greedy_moves and _uniform(rng) >= epsilon
+        first_draw = t == 0 and first_cdf.shape[0] > 0
         drawn = -1
-        if greedy or (t == 0 and first_cdf.shape[0] > 0):
+        if greedy or first_draw:
             # the choice needs every candidate: the afterstate values, or the draw's check
-            gk.legal_points(board, color, h, seen[:known], nbr, zob, mask)
-            count = 0
-            for p in range(n):
-                ok = mask[p] and not gk.own_eye(board, p, color, nbr, diag)
-                candidates[p] = ok
-                if ok:
-                    moves[count] = p
-                    count += 1
-            if t == 0 and first_cdf.shape[0] > 0:
+            count = candidate_moves(board, color, h, seen[:known], nbr, zob, diag, mask, moves)
+            if first_draw:
                 drawn = np.searchsorted(first_cdf, _uniform(rng) * first_cdf[-1], side="right")
-                if drawn >= n or not candidates[drawn]:
+                if drawn >= n or not mask[drawn]:
                     drawn = -1
             if count == 0:
                 action = n
@@ -713,7 +732,7 @@ def simulate(
                 action = drawn
             elif greedy:
                 afterstate_logits(
-                    board, color, candidates, codes, nbr, base, point_windows, point_powers, index, sign, theta,
+                    board, color, mask, codes, nbr, base, point_windows, point_powers, index, sign, theta,
                     fixed, values,
                 )
                 action = moves[0]
