@@ -107,13 +107,21 @@ class MatchConfig:
     # UCI search limit per engine, the arguments of its ``go`` ("depth 2", "nodes 400"; see
     # `go_limits`); "": ``go movetime`` of the time per move.
     uci_go: tuple[str, str] = ("", "")
-    # Start positions (`read_openings`): games 2k and 2k + 1 both start from opening k (cycling),
-    # engine 1 moving first in one and engine 2 in the other.  Empty: the initial position.
+    # Start positions (`read_openings`): games 2k and 2k + 1 both start from opening
+    # first_opening + k (cycling), engine 1 moving first in one and engine 2 in the other.
+    # Empty: the initial position.  A first opening past 0 goes on with a match that another
+    # run (another machine, a session that ended) played from the file's start, as
+    # cutechess-cli's ``-openings start=N`` does: its games start where that one stopped, and
+    # each game's record keeps the file's opening number, so the two runs' games add up.
     openings: tuple[str, ...] = ()
+    first_opening: int = 0
 
     def __post_init__(self) -> None:
         for limit in self.uci_go:
             go_limits(limit)  # a misspelt limit fails now, not as a hung engine mid-match
+        if self.first_opening and not 0 < self.first_opening < len(self.openings):
+            raise ValueError(f"the first opening must be a number from 0 to {len(self.openings) - 1} "
+                             f"of the {len(self.openings)} openings, not {self.first_opening}")
 
     def move_timeout(self, who: int) -> float:
         """Seconds a UCI engine's move may take before it loses: the time per move (1 s if
@@ -127,7 +135,7 @@ class MatchConfig:
         """(opening number, its text) of game ``index`` (0-based), or None without openings."""
         if not self.openings:
             return None
-        number = (index // 2) % len(self.openings)
+        number = (self.first_opening + index // 2) % len(self.openings)
         return number, self.openings[number]
 
 

@@ -232,6 +232,19 @@ def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gn
     summary = json.loads((out / "summary.json").read_text())
     assert {k: v["games"] for k, v in summary["per_opening"].items()} == {"0": 2, "1": 2}
 
+    # The same file from its second opening: the games a run that stopped after the first lacks,
+    # numbered as the file numbers them.
+    rest = tmp_path / "chess-rest"
+    completed = subprocess.run(
+        [sys.executable, "-m", "klent", "match", "--engine1", stockfish_path, "--engine2", stockfish_path,
+         "--game", "chess", "--openings", str(chess_file), "--first-opening", "1", "--time-per-move", "0.02",
+         "--max-moves", "6", "--out", str(rest)], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    games = [json.loads(line) for line in (rest / "games.jsonl").read_text().splitlines()]
+    assert [(g["opening"], g["first"]) for g in games] == [(1, 0), (1, 1)]  # 2 per remaining opening
+    assert chess.pgn.read_game(open(rest / games[0]["record"])).headers["FEN"] == "8/8/8/4k3/8/8/3QK3/8 b - - 0 1"
+    assert list(json.loads((rest / "summary.json").read_text())["per_opening"]) == ["1"]
+
     go_file = tmp_path / "go.txt"
     go_file.write_text("E5 C3\nD4 F6 pass\n")
     assert read_openings(go_file, "go9") == ("E5 C3", "D4 F6 pass")
@@ -256,6 +269,23 @@ def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gn
                               "--game", "chess", "--openings", str(bad), "--out", str(tmp_path / "r")],
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "line 1" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_first_opening_shifts_every_games_opening_and_must_be_one_of_the_file(tmp_path) -> None:
+    from protocols.match import MatchConfig
+
+    config = MatchConfig(engines=("a", "b"), games=8, openings=("A", "B", "C"), first_opening=2)
+    assert [config.opening(i) for i in range(6)] == [(2, "C"), (2, "C"), (0, "A"), (0, "A"), (1, "B"), (1, "B")]
+    for wrong in (3, -1):
+        with pytest.raises(ValueError, match="from 0 to 2"):
+            MatchConfig(engines=("a", "b"), openings=("A", "B", "C"), first_opening=wrong)
+    go_file = tmp_path / "go.txt"
+    go_file.write_text("E5 C3\nD4 F6\n")
+    for extra, message in ((["--openings", str(go_file), "--first-opening", "2"], "from 0 to 1, not 2"),
+                           (["--first-opening", "1"], "needs --openings")):
+        refused = subprocess.run([sys.executable, "-m", "klent", "match", "--engine1", "x", "--engine2", "y",
+                                  "--out", str(tmp_path / "r"), *extra], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2 and message in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_generated_openings_are_balanced_distinct_and_readable(tmp_path, stockfish_path) -> None:

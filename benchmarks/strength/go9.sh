@@ -14,6 +14,9 @@
 # OPENINGS=FILE starts the games from balanced openings, each with both colours (klent and
 # GNU Go are deterministic: without openings whole games repeat); e.g.
 # OPENINGS=benchmarks/openings/go9-50.txt (`klent openings --game go9 --count 50 --plies 4`).
+# FIRST_OPENING=N starts from the file's opening N (0 = the first; `klent match --first-opening`),
+# to go on with a row an earlier run played from the start, e.g. in a new session whose runs/
+# folder is empty: its games then start where that run's stopped and the two add up.
 #
 # GUMBEL=1 adds root Gumbel noise to klent's searches (`klent gtp --gumbel-scale`), another
 # source of distinct games.
@@ -54,8 +57,9 @@ GUMBEL=${GUMBEL:-0}
 KLENT_FLAGS=${KLENT_FLAGS:-}
 OPPONENT=${OPPONENT:-gnugo}
 TIME_PER_MOVE=${TIME_PER_MOVE:-10}
+FIRST_OPENING=${FIRST_OPENING:-0}
 openings=""
-if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS"; fi
+if [ -n "$OPENINGS" ]; then openings="--openings $OPENINGS --first-opening $FIRST_OPENING"; fi
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
 threads=""
 if [ "$JOBS" -gt 1 ] || [ "$CONCURRENCY" -gt 1 ]; then threads="--threads 1"; fi

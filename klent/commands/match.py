@@ -10,6 +10,8 @@ at once (each with its own engine processes), as cutechess-cli's ``-concurrency`
 ``--openings FILE`` starts the games from given positions, each played with both colours
 (results per opening in ``summary.json``):
 deterministic engines then play as many distinct games as there are openings times two.
+``--first-opening N`` starts from the file's opening N instead, so that a long match can be
+split between runs (machines, or sessions that end) and their games added up.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--openings", metavar="FILE",
                         help="start positions, each played twice with colours swapped: chess EPD/FEN lines "
                         "('FEN [moves e2e4 ...]') or PGN; other games lines of moves ('C3 G7 ...', 'b2b3 c4c3')")
+    parser.add_argument("--first-opening", type=int, default=0, metavar="N",
+                        help="start from opening N of --openings (0 = the file's first, the numbers the records "
+                        "and summary.json use), to go on with a match another run played from the start")
     parser.add_argument("--out", required=True, help="folder for game records and summary.json")
     parser.add_argument("--referee", default=None,
                         help="GTP engine that scores Go games with final_score "
@@ -92,8 +97,12 @@ def run(args: argparse.Namespace) -> int:
             openings = read_openings(args.openings, args.game)
         except OSError as error:
             raise CommandError(f"cannot read --openings: {error}") from None
+    if args.first_opening and not 0 < args.first_opening < len(openings):
+        raise CommandError(f"--first-opening needs --openings with more than {args.first_opening} openings"
+                           if not openings else
+                           f"--first-opening must be from 0 to {len(openings) - 1}, not {args.first_opening}")
     if args.games is None:
-        args.games = 2 * len(openings) if openings else 2
+        args.games = 2 * (len(openings) - args.first_opening) if openings else 2
     if args.games < 1:
         raise CommandError("--games must be >= 1")
     if args.concurrency < 1:
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         uci_options=(_uci_options(args.option1, "--option1"), _uci_options(args.option2, "--option2")),
         uci_go=(args.go1, args.go2),
         openings=openings,
+        first_opening=args.first_opening,
     )
     try:
         previous = load_results(config) if args.resume else []
