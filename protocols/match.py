@@ -91,6 +91,14 @@ def go_limits(text: str) -> dict[str, int]:
     return {name: int(count) for name, count in pairs}
 
 
+def check_first_opening(first: int, count: int) -> None:
+    """ValueError unless ``first`` (`MatchConfig.first_opening`) numbers one of ``count`` openings;
+    0 is also the default without openings."""
+    if first and not 0 < first < count:
+        raise ValueError(f"the first opening must be from 0 to {count - 1}, not {first}" if count
+                         else f"a first opening ({first}) needs --openings")
+
+
 @dataclass(frozen=True)
 class MatchConfig:
     engines: tuple[str, str]
@@ -119,9 +127,7 @@ class MatchConfig:
     def __post_init__(self) -> None:
         for limit in self.uci_go:
             go_limits(limit)  # a misspelt limit fails now, not as a hung engine mid-match
-        if self.first_opening and not 0 < self.first_opening < len(self.openings):
-            raise ValueError(f"the first opening must be a number from 0 to {len(self.openings) - 1} "
-                             f"of the {len(self.openings)} openings, not {self.first_opening}")
+        check_first_opening(self.first_opening, len(self.openings))
 
     def move_timeout(self, who: int) -> float:
         """Seconds a UCI engine's move may take before it loses: the time per move (1 s if

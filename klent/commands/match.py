@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from protocols.match import (
         MatchConfig,
         MatchFolderError,
+        check_first_opening,
         dead_stones,
         distinct_games,
         format_result_line,
@@ -97,10 +98,10 @@ def run(args: argparse.Namespace) -> int:
             openings = read_openings(args.openings, args.game)
         except OSError as error:
             raise CommandError(f"cannot read --openings: {error}") from None
-    if args.first_opening and not 0 < args.first_opening < len(openings):
-        raise CommandError(f"--first-opening needs --openings with more than {args.first_opening} openings"
-                           if not openings else
-                           f"--first-opening must be from 0 to {len(openings) - 1}, not {args.first_opening}")
+    try:  # before the default number of games counts the openings from it
+        check_first_opening(args.first_opening, len(openings))
+    except ValueError as error:
+        raise CommandError(f"--first-opening: {error}") from None
     if args.games is None:
         args.games = 2 * (len(openings) - args.first_opening) if openings else 2
     if args.games < 1:
