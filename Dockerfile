@@ -52,6 +52,7 @@ COPY pyproject.toml README.md ./
 COPY klent ./klent
 COPY engine ./engine
 COPY protocols ./protocols
+COPY matchplay ./matchplay
 COPY server ./server
 COPY training ./training
 COPY benchmarks ./benchmarks

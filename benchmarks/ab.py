@@ -34,7 +34,7 @@ import numpy as np
 from engine.games.base import State
 from engine.network import OnnxEvaluator
 from engine.player import Player, PlayOptions
-from protocols.match_stats import MatchSummary
+from matchplay.stats import MatchSummary
 from training.metrics import Agent, play_games, random_agent
 
 

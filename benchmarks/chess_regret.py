@@ -36,7 +36,7 @@ import numpy as np
 import engine.games
 from engine.games.base import State
 from engine.player import Player, PlayOptions
-from protocols.engine_process import find_program
+from matchplay.engine_process import find_program
 
 CENTIPAWN_SCALE = 543.0  # tanh(cp / 543): the labels' scale (`training.teacher`)
 
@@ -110,7 +110,7 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
     import chess.engine
     import chess.pgn
 
-    from protocols.match import chess_opening
+    from matchplay.match import chess_opening
 
     stockfish = find_program("stockfish")
     if stockfish is None:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.paired import read_games
-from protocols.match import distinct_games, summarise
-from protocols.match_stats import MatchSummary
+from matchplay.match import distinct_games, summarise
+from matchplay.stats import MatchSummary
 
 CHI2_95_HALF = 1.920729410347062  # half the 95 % quantile of chi-square with one degree of freedom
 SPAN = 4000.0  # ratings searched within this many points of the anchors

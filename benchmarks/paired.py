@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocols.match import GameResult, game_margin
+from matchplay.match import GameResult, game_margin
 
 
 @dataclass(frozen=True)

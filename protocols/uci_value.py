@@ -1,7 +1,7 @@
 """A UCI engine as a judge of positions: W - L in [-1, 1] for the side to move.
 
 Teacher labelling (`training.teacher`, from raw ``info`` lines: `line_value`) and the opening
-generator (`protocols.openings`, through python-chess: `wdl_value`) both read a UCI engine's
+generator (`matchplay.openings`, through python-chess: `wdl_value`) both read a UCI engine's
 opinion of positions; they must read it the same way (`score_value`).
 """
 

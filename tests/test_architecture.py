@@ -5,10 +5,11 @@ the allowed direction.
 * ``protocols/`` reaches the engine only through its facade, ``engine.player``, and the game
   contract, ``engine.games`` (its modules included: a protocol may name `GoGame` or read SGF);
   ``engine.files``, the atomic-write helper every writer must use, and ``engine.settings``, the
-  reader of settings files, are the utilities allowed beside them.
+  reader of settings files, are the utilities allowed beside them.  ``matchplay/`` (klent as a
+  client of engine programs) keeps to the same facade and may use the protocols' text formats.
 * ``server/`` may also import ``engine.network``: its request batcher is itself an
   `engine.network.Evaluator` that each request's `Player` evaluates through.
-* ``engine/``, ``protocols/`` and ``server/`` never import torch or ``training``.
+* ``engine/``, ``protocols/``, ``matchplay/`` and ``server/`` never import torch or ``training``.
 * The top-level packages import each other in one direction only, so there is no cycle.
 """
 
@@ -21,23 +22,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("engine", "protocols", "server", "training", "klent", "benchmarks")
+PACKAGES = ("engine", "protocols", "matchplay", "server", "training", "klent", "benchmarks")
 
 # What each top-level package may import of the others.  (`klent bench` also loads benchmarks
 # by name through importlib, which a reading of import statements does not see.)
 ALLOWED_PACKAGES = {
     "engine": set(),
     "protocols": {"engine"},
+    "matchplay": {"engine", "protocols"},
     "server": {"engine"},
-    "training": {"engine", "protocols"},
-    "benchmarks": {"engine", "protocols", "server", "training"},
-    "klent": {"engine", "protocols", "server", "training", "benchmarks"},
+    "training": {"engine", "protocols", "matchplay"},
+    "benchmarks": {"engine", "protocols", "matchplay", "server", "training"},
+    "klent": {"engine", "protocols", "matchplay", "server", "training", "benchmarks"},
 }
 
 # The engine modules a layer above the facade may import: a module itself or any module under it.
 FACADE = ("engine.player", "engine.games", "engine.files", "engine.settings")
 ENGINE_ALLOWED = {
     "protocols": FACADE,
+    "matchplay": FACADE,
     "server": (*FACADE, "engine.network"),
 }
 
@@ -102,7 +105,7 @@ def test_protocols_and_server_reach_the_engine_only_through_the_facade(package: 
     assert not crossing, f"{package}/ may import of the engine only {', '.join(allowed)}:\n" + "\n".join(crossing)
 
 
-@pytest.mark.parametrize("package", ["engine", "protocols", "server"])
+@pytest.mark.parametrize("package", ["engine", "protocols", "matchplay", "server"])
 def test_the_runtime_never_imports_torch_or_training(package: str) -> None:
     found = [
         where(path, line, module)

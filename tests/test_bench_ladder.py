@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.ladder import CHI2_95_HALF, Rung, expected, fit, log_likelihood, main
-from protocols.match import GameResult
-from protocols.match_stats import MatchSummary, elo_difference
+from matchplay.match import GameResult
+from matchplay.stats import MatchSummary, elo_difference
 
 
 def rung(anchor: float, wins: int, losses: int, draws: int = 0) -> Rung:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.paired import compare, main, sign_test
-from protocols.match import GameResult
+from matchplay.match import GameResult
 
 
 def write_row(folder: Path, games: list[tuple[int, int | None, str]]) -> Path:

@@ -15,7 +15,7 @@ import pytest
 
 from klent.cli import main as klent_main
 from klent.commands.plot import reach_point
-from protocols.match import go_limits
+from matchplay.match import go_limits
 from training.config import EvalConfig, TrainConfig, config_to_toml, load_config
 from training.metrics import read_metrics
 from training.selfplay import SelfPlayConfig

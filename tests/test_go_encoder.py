@@ -14,7 +14,7 @@ from engine.games.go import GoGame
 from engine.games.symmetry import dihedral
 from engine.network import ModelMismatchError, OnnxEvaluator
 from engine.player import Player
-from protocols.engine_process import GtpProcess
+from matchplay.engine_process import GtpProcess
 from training.export import export_onnx
 from training.nets import NetConfig, build_net, load_checkpoint, save_checkpoint
 

@@ -14,7 +14,7 @@ from sgfmill import sgf
 from engine.games.go import GoGame
 from engine.games.sgf import read_sgf
 from engine.timecontrol import GameClock
-from protocols.engine_process import GtpFailure, GtpProcess
+from matchplay.engine_process import GtpFailure, GtpProcess
 from protocols.gtp_clock import gtp_time_settings, kgs_time_settings
 from protocols.gtp_wire import parse
 

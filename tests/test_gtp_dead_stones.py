@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from protocols.engine_process import GtpProcess
+from matchplay.engine_process import GtpProcess
 
 BLACK = [f"E{row}" for row in range(1, 10)] + ["A2", "A3", "B4", "C3", "D2", "B1"]
 WHITE = [f"F{row}" for row in range(1, 10)] + ["B2", "C2", "B3"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("klent", "engine", "protocols", "server", "training", "benchmarks")
+PACKAGES = ("klent", "engine", "protocols", "matchplay", "server", "training", "benchmarks")
 SHIPPED = ("*.onnx", "*.npz", "*.md", "*.png")
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from klent.cli import main as klent_main
 from klent.commands.plot import strength_point
-from protocols.match import MatchConfig, _write_summary
-from protocols.match_stats import MatchSummary
+from matchplay.match import MatchConfig, _write_summary
+from matchplay.stats import MatchSummary
 
 
 def match_folder(root: Path, name: str, engine1: str, wins: int, losses: int, options: dict | None = None) -> Path:

@@ -18,7 +18,7 @@ from engine.games.go import GoGame
 from engine.player import MoveRule, Player, PlayOptions, ShapeWeights, load_td_weights, model_path_for
 from engine.search.td import TdConfig
 from klent.cli import main as klent_main
-from protocols.engine_process import GtpFailure, GtpProcess
+from matchplay.engine_process import GtpFailure, GtpProcess
 
 
 def td_player(game: GoGame, simulations: int = 20, **options) -> Player:

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocols.match import game_digest
+from matchplay.match import game_digest
 from protocols.uci import centipawns, wdl
 
 START = chess.Board()

@@ -20,7 +20,7 @@ import pytest
 from fairy_stockfish import FairyStockfish
 
 import engine.games
-from protocols.engine_process import UciProcess
+from matchplay.engine_process import UciProcess
 from protocols.uci import UciEngine
 
 KLENT_UCI = [sys.executable, "-m", "klent", "uci"]

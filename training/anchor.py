@@ -6,7 +6,7 @@ evaluations, the trainer plays ``anchor_games`` games of the current model again
 a UCI engine (Fairy-Stockfish at a fixed skill level and depth for Gardner chess and Animal
 Shogi, Stockfish for chess), and logs the score in ``metrics.jsonl``.
 
-* **One match runner.**  The games are `klent match`'s (`protocols.match.run_match`), not a
+* **One match runner.**  The games are `klent match`'s (`matchplay.match.run_match`), not a
   second UCI client: the model plays as ``klent uci --model latest.onnx``, the very engine a
   user runs, and our rules judge every move, so the number is the one ``klent match`` gives
   for that model.  Training may import protocols (docs/architecture.md); launching the UCI
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import engine.games
-from protocols.engine_process import EngineError, UciProcess
-from protocols.match import MatchConfig, distinct_games, read_openings, run_match
+from matchplay.engine_process import EngineError, UciProcess
+from matchplay.match import MatchConfig, distinct_games, read_openings, run_match
 from protocols.uci import uci_variant
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from engine.settings import (
     read_toml,
     section,
 )
-from protocols.match import go_limits
+from matchplay.match import go_limits
 from training import anchor, gateau, klent
 from training.distill import DistillConfig
 from training.nets import NetConfig

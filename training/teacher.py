@@ -78,9 +78,9 @@ from engine.games.base import State
 from engine.games.chess import ChessGame, ChessState
 from engine.games.go import GoGame, GoState
 from engine.player import Player, PlayOptions
-from protocols.engine_process import EngineError, GtpFailure, GtpProcess, UciProcess
+from matchplay.engine_process import EngineError, GtpFailure, GtpProcess, UciProcess
+from matchplay.openings import off_the_edge
 from protocols.go_text import score_points
-from protocols.openings import off_the_edge
 from protocols.uci_value import line_value
 
 MANIFEST = "manifest.json"

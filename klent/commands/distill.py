@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from klent.cli import CommandError
-from protocols.engine_process import find_program
+from matchplay.engine_process import find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

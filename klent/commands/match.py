@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 
 from klent.cli import CommandError
-from protocols.engine_process import find_program
+from matchplay.engine_process import find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,8 +76,8 @@ def _uci_options(pairs: list[str], flag: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from protocols.engine_process import EngineError
-    from protocols.match import (
+    from matchplay.engine_process import EngineError
+    from matchplay.match import (
         MatchConfig,
         MatchFolderError,
         check_first_opening,

@@ -7,7 +7,7 @@
 Random moves, kept where a judge engine values the position near even (chess: Stockfish's
 |W - L| <= --max-value; Go: GNU Go's estimate_score within --max-value points; Gardner chess
 and Animal Shogi: Fairy-Stockfish's score within --max-value pawns).  Seeded, so the file is
-reproducible from its command (see protocols/openings.py).
+reproducible from its command (see matchplay/openings.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from klent.cli import CommandError
-from protocols.engine_process import find_program
+from matchplay.engine_process import find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from engine.files import write_text_atomically
-    from protocols.openings import balanced_openings
+    from matchplay.openings import balanced_openings
     from protocols.uci import uci_variant
 
     if args.count < 1 or args.plies < 1:

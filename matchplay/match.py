@@ -60,7 +60,7 @@ from engine.games.board_games import PieceState
 from engine.games.chess import ChessGame, ChessState
 from engine.games.go import GoGame
 from engine.games.sgf import write_sgf
-from protocols.engine_process import (
+from matchplay.engine_process import (
     EngineCrashed,
     EngineError,
     EngineProcess,
@@ -69,8 +69,8 @@ from protocols.engine_process import (
     GtpProcess,
     UciProcess,
 )
+from matchplay.stats import MatchSummary
 from protocols.go_text import score_points
-from protocols.match_stats import MatchSummary
 from protocols.uci import uci_variant
 
 DEFAULT_MOVE_TIMEOUT = 60.0  # seconds per move when no time per move is set

@@ -18,7 +18,7 @@ those it values near even:
   some games one-sided from the start.
 
 Openings are drawn from a seeded generator and deduplicated, so a file is reproducible from
-its command.  Output lines are what `protocols.match.read_openings` reads: ``FEN moves ...``
+its command.  Output lines are what `matchplay.match.read_openings` reads: ``FEN moves ...``
 for chess (the start position's FEN followed by the moves), GTP vertices for Go, the moves
 alone for the variants.
 """
@@ -33,7 +33,7 @@ import numpy as np
 import engine.games
 from engine.games.base import State
 from engine.games.go import GoState
-from protocols.engine_process import GtpProcess, UciProcess
+from matchplay.engine_process import GtpProcess, UciProcess
 from protocols.go_text import score_points
 from protocols.uci import uci_variant
 from protocols.uci_value import line_score, open_uci, wdl_value
