@@ -2,36 +2,67 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from klent.cli import main as klent_main
-from klent.commands.plot import strength_point
+from klent.commands.plot import MatchPart, match_part, strength_points
 from matchplay.match import MatchConfig, _write_summary
 from matchplay.stats import MatchSummary
 
+LEVEL10 = "gnugo --mode gtp --level 10"
 
-def match_folder(root: Path, name: str, engine1: str, wins: int, losses: int, options: dict | None = None) -> Path:
-    """A match folder as `klent match` leaves it (its summary.json written by the match code)."""
+
+def match_folder(root: Path, name: str, engine1: str, wins: int, losses: int, options: dict | None = None,
+                 opponent: str = LEVEL10, openings: tuple[str, ...] = (), digests: list[str] | None = None) -> Path:
+    """A match folder as `klent match` leaves it: its summary.json written by the match code, and
+    a games.jsonl line (the fields the figure reads) per game, each game distinct unless
+    ``digests`` says otherwise."""
     out = root / name
     out.mkdir()
-    config = MatchConfig(engines=(engine1, "gnugo --mode gtp --level 10"), game="chess" if options else "go9",
-                         out=out, uci_options=(options or {}, {}))
+    config = MatchConfig(engines=(engine1, opponent), game="chess" if options else "go9", games=wins + losses,
+                         out=out, uci_options=(options or {}, {}), openings=openings)
     _write_summary(config, ["klent", "GNU Go"], [], MatchSummary.from_counts(wins=wins, losses=losses, draws=0))
+    digests = digests or [f"{name}-{game}" for game in range(wins + losses)]
+    (out / "games.jsonl").write_text("".join(json.dumps({"digest": d}) + "\n" for d in digests), encoding="utf-8")
     return out
+
+
+def part(folder: Path) -> MatchPart:
+    found = match_part(folder)
+    assert found is not None
+    return found
 
 
 def test_points_come_from_engine_ones_simulations_and_the_folder_names_the_player(tmp_path: Path) -> None:
     td = match_folder(tmp_path, "td-td-1000-level10", "klent gtp --mode td --simulations 1000", 30, 70)
     uci = match_folder(tmp_path, "chess-64-skill0", "klent uci", 10, 90, {"Simulations": "64"})
     reactive = match_folder(tmp_path, "go9-reactive-level10", "klent gtp --mode reactive", 50, 50)
-    point = strength_point(td)
-    assert point is not None and (point.player, point.simulations, point.games) == ("td-td-level10", 1000, 100)
+    [point] = strength_points([part(td)])
+    assert (point.player, point.simulations, point.games, point.distinct, point.folders) == \
+        ("td-td-level10", 1000, 100, 100, 1)
     assert point.elo == pytest.approx(-147.2, abs=0.1) and point.elo_low < point.elo < point.elo_high  # 400 log10(3/7)
-    chess = strength_point(uci)
-    assert chess is not None and (chess.player, chess.simulations) == ("chess-skill0", 64)
-    assert strength_point(reactive) is None
+    chess = part(uci)
+    assert (chess.player, chess.simulations) == ("chess-skill0", 64)
+    assert match_part(reactive) is None
+
+
+def test_the_parts_of_one_match_pool_into_one_point(tmp_path: Path) -> None:
+    """A row played in two runs from different openings is one point with both runs' games; a
+    game both runs played alike counts once among the distinct; another opponent is another point."""
+    engine = "klent gtp --mode td --simulations 10000 --threads 1"
+    first = match_folder(tmp_path, "td-s2r-td-10000-level10", engine, 4, 16, openings=("E5 D4",),
+                         digests=[f"a{g}" for g in range(19)] + ["same"])
+    second = match_folder(tmp_path, "td-s2-td-10000-level10", engine, 30, 50, openings=("C3 G7", "D5 F3"),
+                          digests=[f"b{g}" for g in range(79)] + ["same"])
+    level0 = match_folder(tmp_path, "td-s3-td-10000-level0", engine, 60, 40, opponent="gnugo --mode gtp --level 0")
+    points = strength_points([part(first), part(second), part(level0)])
+    assert [(p.player, p.games, p.distinct, p.folders) for p in points] == [
+        ("td-s2r-td-level10", 100, 99, 2), ("td-s3-td-level0", 100, 100, 1)]
+    pooled = MatchSummary.from_counts(wins=34, losses=66, draws=0)
+    assert (points[0].elo, points[0].elo_low, points[0].elo_high) == (pooled.elo, pooled.elo_low, pooled.elo_high)
 
 
 def test_the_figure_and_table_and_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,5 +79,34 @@ def test_the_figure_and_table_and_one_line_errors(tmp_path: Path, capsys: pytest
     assert "gumbel-reactive-level10: engine 1 plays without a simulation count, left out" in out
     assert klent_main(["plot", "--strength", str(folders[-1]), "-o", str(png)]) == 2
     assert klent_main(["plot", "--strength", str(tmp_path / "missing"), "-o", str(png)]) == 2
+    (folders[0] / "games.jsonl").unlink()
+    assert klent_main(["plot", "--strength", str(folders[0]), "-o", str(png)]) == 2
     err = capsys.readouterr().err
-    assert "not a klent match folder" in err and "Traceback" not in err
+    assert err.count("not a klent match folder") == 2 and "Traceback" not in err
+
+
+def test_a_results_table_gives_the_points_of_matches_whose_folders_are_gone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "rows.csv"
+    table.write_text("player,simulations,wins,losses,draws,distinct,source\n"
+                     "TD search vs level 10,1000,12,88,0,100,RESULTS session U\n"
+                     "TD search vs level 10,2000,17,83,0,99,RESULTS session S\n", encoding="utf-8")
+    folder = match_folder(tmp_path, "td-s2-td-10000-level10", "klent gtp --mode td --simulations 10000", 35, 65)
+    png = tmp_path / "elo.png"
+    assert klent_main(["plot", "--strength", str(table), str(folder), "-o", str(png)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    first = MatchSummary.from_counts(wins=12, losses=88, draws=0)
+    assert lines[:3] == [
+        f"TD search vs level 10: 1,000 simulations, 100 games (100 distinct, from a table), Elo {first.elo:+.0f} "
+        f"({first.elo_low:+.0f} to {first.elo_high:+.0f})",
+        "TD search vs level 10: 2,000 simulations, 100 games (99 distinct, from a table), Elo -275 (-365 to -186)",
+        "td-s2-td-level10: 10,000 simulations, 100 games (100 distinct), Elo -108 (-178 to -37)"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table.write_text("player,simulations,wins\nTD,1000,3\n", encoding="utf-8")
+    assert klent_main(["plot", "--strength", str(table), "-o", str(png)]) == 2
+    table.write_text("player,simulations,wins,losses,draws,distinct\nTD,1000,3,x,0,3\n", encoding="utf-8")
+    assert klent_main(["plot", "--strength", str(table), "-o", str(png)]) == 2
+    assert klent_main(["plot", "--strength", str(tmp_path / "gone.csv"), "-o", str(png)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].endswith("rows.csv: a results table needs the columns losses, draws, distinct")
+    assert "rows.csv:2: invalid literal for int()" in err[1] and "gone.csv: No such file or directory" in err[2]

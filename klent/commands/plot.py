@@ -25,7 +25,12 @@ benchmarks/strength/go9.sh) and draws the TD search paper's figure 7: Elo agains
 (with its 95 % interval) by simulations per move, log axis, one line per player.  A match's
 simulations are engine 1's ``--simulations`` (or ``Simulations`` option); its player is the
 folder name without that number (``td-td-1000-level10`` -> ``td-td-level10``); matches without
-a simulation count (reactive play, a time per move) are named and left out.
+a simulation count (reactive play, a time per move) are named and left out.  Folders of the
+same match (equal settings but for the number of games and the openings: a row played in parts,
+e.g. with ``klent match --first-opening`` in another session) pool into one point, their games
+added, the player named by the first of them; the table counts the distinct games and the folders.
+A ``.csv`` among them is a results table (player, simulations, wins, losses, draws, distinct
+games: a row per point), for matches whose folders are gone.
 
     klent plot --strength runs/strength/td-td-*-level10 runs/strength/gpuD-*-level10 -o elo.png
 """
@@ -66,7 +71,8 @@ PANELS = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("runs", nargs="+", help="run folders (each with a metrics.jsonl)")
+    parser.add_argument("runs", nargs="+", help="run folders (each with a metrics.jsonl); with --strength, match "
+                        "folders or .csv results tables")
     parser.add_argument("-o", "--output", default="curves.png", help="PNG file to write")
     parser.add_argument("--efficiency", action="store_true",
                         help="the KLENT paper's figure 5: score against the anchor by simulator evaluations "
@@ -77,8 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reach", type=float, default=0.5,
                         help="--efficiency: the score whose first crossing the table reports (default 0.5)")
     parser.add_argument("--strength", action="store_true",
-                        help="the folders are `klent match` folders: Elo against the opponent by simulations per "
-                        "move (log axis), one line per player, with the 95%% intervals")
+                        help="the folders are `klent match` folders (or .csv results tables): Elo against the "
+                        "opponent by simulations per move (log axis), one line per player, with the 95%% intervals")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -325,56 +331,137 @@ def write_efficiency_figure(curves: list[Curve], target: float, output: str | os
     save_figure(fig, output)
 
 
+# A match's settings but for what changes between the parts of one row: parts whose other
+# settings are equal play the same two engines the same way and pool into one point.
+PART_FIELDS = ("games", "out", "openings", "first_opening")
+
+
+@dataclass(frozen=True)
+class MatchPart:
+    """One `klent match` folder: a row of the figure, or a part of one played in another run
+    (another session, from further openings with ``--first-opening``)."""
+
+    folder: Path
+    player: str
+    simulations: int
+    settings: str  # the match's configuration without PART_FIELDS, as canonical JSON
+    wins: int
+    losses: int
+    draws: int
+    digests: frozenset[str]  # of its games (`matchplay.match.GameResult.digest`)
+
+
 @dataclass(frozen=True)
 class StrengthPoint:
-    """One match of a player at one budget: its Elo against the opponent with the interval."""
+    """A player at one budget: its Elo against the opponent with the interval, over the games
+    of every folder that played that match."""
 
     player: str
     simulations: int
     games: int
+    distinct: int  # games that differ in who moved first or in any move
+    folders: int  # 0: a row of a results table (`table_points`)
     elo: float
     elo_low: float
     elo_high: float
 
 
-def strength_point(folder: Path) -> StrengthPoint | None:
-    """The point of one `klent match` folder; None when engine 1 has no simulation count."""
+def match_part(folder: Path) -> MatchPart | None:
+    """The part of one `klent match` folder; None when engine 1 has no simulation count."""
     import json
     import re
     import shlex
 
     try:
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-        words = shlex.split(summary["config"]["engines"][0])
-        options = summary["config"].get("uci_options", [{}])[0]
+        config = summary["config"]
+        words = shlex.split(config["engines"][0])
+        options = config.get("uci_options", [{}])[0]
         result = summary["summary"]
+        digests = frozenset(json.loads(line)["digest"]
+                            for line in (folder / "games.jsonl").read_text(encoding="utf-8").splitlines()
+                            if line.strip())
+        counts = (int(result["wins"]), int(result["losses"]), int(result["draws"]))
     except (OSError, ValueError, KeyError, IndexError, TypeError) as error:
-        raise CommandError(f"{folder}: not a klent match folder with a summary.json ({error})") from None
+        raise CommandError(f"{folder}: not a klent match folder with summary.json and games.jsonl ({error})") from None
     count = options.get("Simulations") or next(
         (words[i + 1] for i, word in enumerate(words[:-1]) if word == "--simulations"), None)
     if count is None:
         return None
     player = re.sub(rf"-{count}(?=-|$)", "", folder.resolve().name, count=1)
-    return StrengthPoint(player, int(count), int(result["games"]), float(result["elo"]),
-                         float(result["elo_low"]), float(result["elo_high"]))
+    settings = json.dumps({k: v for k, v in config.items() if k not in PART_FIELDS}, sort_keys=True)
+    return MatchPart(folder, player, int(count), settings, *counts, digests)
 
 
-def _strength(folders: list[str], output: str) -> int:
-    """``--strength``: the matches' points, their figure and a table."""
+def strength_points(parts: Sequence[MatchPart]) -> list[StrengthPoint]:
+    """One point per match, the parts with equal settings and simulations pooled (the player is
+    the first part's), sorted by player and simulations."""
+    from matchplay.stats import MatchSummary
+
+    rows: dict[tuple[str, int], list[MatchPart]] = {}
+    for part in parts:
+        rows.setdefault((part.settings, part.simulations), []).append(part)
     points = []
-    for folder in folders:
-        point = strength_point(Path(folder))
-        if point is None:
-            print(f"{folder}: engine 1 plays without a simulation count, left out")
+    for (_, simulations), row in rows.items():
+        summary = MatchSummary.from_counts(sum(p.wins for p in row), sum(p.losses for p in row),
+                                           sum(p.draws for p in row))
+        points.append(StrengthPoint(row[0].player, simulations, summary.games,
+                                    len(frozenset().union(*(p.digests for p in row))), len(row),
+                                    summary.elo, summary.elo_low, summary.elo_high))
+    return sorted(points, key=lambda p: (p.player, p.simulations))
+
+
+TABLE_COLUMNS = ("player", "simulations", "wins", "losses", "draws", "distinct")
+
+
+def table_points(path: Path) -> list[StrengthPoint]:
+    """The points of a CSV table of match results (columns TABLE_COLUMNS, others such as the
+    source ignored): rows whose folders are gone, kept as counts beside their RESULTS entry."""
+    import csv
+
+    from matchplay.stats import MatchSummary
+
+    points = []
+    try:
+        with path.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in TABLE_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise CommandError(f"{path}: a results table needs the columns {', '.join(missing)}")
+            for line, row in enumerate(reader, start=2):
+                try:
+                    wins, losses, draws, distinct, simulations = (
+                        int(row[c]) for c in ("wins", "losses", "draws", "distinct", "simulations"))
+                except ValueError as error:
+                    raise CommandError(f"{path}:{line}: {error}") from None
+                summary = MatchSummary.from_counts(wins, losses, draws)
+                points.append(StrengthPoint(row["player"], simulations, summary.games, distinct, 0,
+                                            summary.elo, summary.elo_low, summary.elo_high))
+    except OSError as error:
+        raise CommandError(f"{path}: {error.strerror}") from None
+    return points
+
+
+def _strength(inputs: list[str], output: str) -> int:
+    """``--strength``: the points of the match folders and results tables, their figure and a table."""
+    parts, points = [], []
+    for name in inputs:
+        if name.endswith(".csv"):
+            points += table_points(Path(name))
+            continue
+        part = match_part(Path(name))
+        if part is None:
+            print(f"{name}: engine 1 plays without a simulation count, left out")
         else:
-            points.append(point)
+            parts.append(part)
+    points = sorted(points + strength_points(parts), key=lambda p: (p.player, p.simulations))
     if not points:
         raise CommandError("no match with a simulation count (engine 1's --simulations or Simulations)")
-    points.sort(key=lambda p: (p.player, p.simulations))
     write_strength_figure(points, output)
     for p in points:
-        print(f"{p.player}: {p.simulations:,} simulations, {p.games} games, Elo {p.elo:+.0f} "
-              f"({p.elo_low:+.0f} to {p.elo_high:+.0f})")
+        source = {0: ", from a table", 1: ""}.get(p.folders, f", {p.folders} folders pooled")
+        print(f"{p.player}: {p.simulations:,} simulations, {p.games} games ({p.distinct} distinct{source}), "
+              f"Elo {p.elo:+.0f} ({p.elo_low:+.0f} to {p.elo_high:+.0f})")
     print(f"wrote {output}")
     return 0
 
