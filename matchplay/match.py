@@ -475,10 +475,23 @@ class _ProcessArena(Generic[E]):
         self.config = config
         self.logs = [open(config.out / f"engine{i + 1}.stderr.log", "a", encoding="utf-8") for i in (0, 1)]
         self.engines: list[E | None] = [None, None]
+        self.names = [f"engine{who + 1}" for who in (0, 1)]  # each engine's own, once it has started
 
     def _start(self, who: int) -> E:
-        """A new process of engine ``who``, ready to play."""
+        """A new process of engine ``who``, ready to play, its name in ``names[who]``."""
         raise NotImplementedError
+
+    def _start_both(self) -> None:
+        """Start both engines before any game: one that cannot start or answer (a misspelt
+        command or flag, a missing UCI variant or option) fails the match in one error, where
+        a game would only record a forfeit, and a whole match of them, for it.  An engine that
+        fails later, in a game, forfeits that game and restarts for the next."""
+        for who in (0, 1):
+            try:
+                self._engine(who)
+            except EngineError as error:
+                self.close()
+                raise EngineError(f"engine {who + 1}: {error}") from None
 
     def _engine(self, who: int) -> E:
         process = self.engines[who]
@@ -515,22 +528,28 @@ class _GoArena(_ProcessArena[GtpProcess]):
         # The match's move cap is the game's, so a capped game is an ordinary truncated one.
         self.rules = rules if config.max_moves is None else GoGame(rules.size, rules.komi, config.max_moves)
         self.referee = GtpProcess(config.referee)
-        self.names = [self._name(i) for i in (0, 1)]
+        self._start_both()
 
     def _start(self, who: int) -> GtpProcess:
-        return GtpProcess(self.config.engines[who], stderr=self.logs[who])
-
-    def _name(self, who: int) -> str:
+        process = GtpProcess(self.config.engines[who], stderr=self.logs[who])
         try:
-            process = self._engine(who)
-            name = process.send("name")
+            self.names[who] = self._name(process) or self.names[who]
+        except EngineError:
+            process.close(timeout=1.0)
+            raise
+        return process
+
+    @staticmethod
+    def _name(process: GtpProcess) -> str:
+        """The engine's ``name`` and ``version`` (either may be missing); its first answer, so a
+        process that cannot play GTP fails here."""
+        words = []
+        for command in ("name", "version"):
             try:
-                name += " " + process.send("version")
+                words.append(process.send(command))
             except GtpFailure:
                 pass
-            return name.strip() or f"engine{who + 1}"
-        except EngineError:
-            return f"engine{who + 1}"
+        return " ".join(words).strip()
 
     def close(self) -> None:
         super().close()
@@ -662,13 +681,7 @@ class _UciArena(_ProcessArena[UciProcess]):
         self.variant = None if config.game == "chess" else uci_variant(config.game)
         super().__init__(config)
         self.move_time = config.time_per_move or 1.0
-        self.names = [f"engine{who + 1}" for who in (0, 1)]
-        for who in (0, 1):
-            try:
-                self._engine(who)  # an engine without the variant or an option fails before any game
-            except EngineError as error:
-                self.close()
-                raise EngineError(f"engine {who + 1}: {error}") from None
+        self._start_both()
 
     def _start(self, who: int) -> UciProcess:
         process = UciProcess(self.config.engines[who], stderr=self.logs[who])

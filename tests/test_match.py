@@ -207,6 +207,23 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     assert "left dead stones on the board" in completed.stdout
 
 
+def test_an_engine_that_cannot_start_stops_the_match_before_its_first_game(gnugo_path, tmp_path) -> None:
+    """A misspelt program or flag is one error naming the engine, not a match of forfeits."""
+    gnugo = f"{gnugo_path} --mode gtp --level 0"
+    for engines, words in (((str(tmp_path / "no-such-engine"), gnugo), "engine 1: cannot start"),
+                           ((gnugo, f"{gnugo} --no-such-flag"), "engine 2: ")):
+        out = tmp_path / f"match{len(words)}"
+        done = subprocess.run(
+            [sys.executable, "-m", "klent", "match", "--engine1", engines[0], "--engine2", engines[1],
+             "--games", "2", "--referee", f"{gnugo_path} {CHEAP_REFEREE}", "--out", str(out)],
+            capture_output=True, text=True, timeout=120,
+        )
+        error = done.stderr.strip().splitlines()[-1]  # after the progress bar's empty start
+        assert done.returncode == 2 and error.startswith(f"klent match: {words}"), done.stderr
+        assert "Traceback" not in done.stderr
+        assert not (out / "games.jsonl").exists() and not list(out.glob("game-*.sgf"))
+
+
 def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gnugo_path) -> None:
     import chess.pgn
 
