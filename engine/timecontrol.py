@@ -29,7 +29,7 @@ evaluation" (the reactive move), and each move then costs only its lag.  Without
 policy survives more than ``remaining / lag`` moves; this one plays 119 moves (each side) at 1+0
 if every move really lags the full default overhead (0.1 s), 252 with a quarter of it (the
 usual case, since Move Overhead is a safety margin), and never flags when the increment exceeds
-the lag (`tests/test_timecontrol.py` simulates these clocks).  At longer controls the same rule
+the lag (`tests/engine/test_timecontrol.py` simulates these clocks).  At longer controls the same rule
 spends about 1/30 of the clock plus almost the whole increment per move, which puts the
 thinking into the opening and middle game and slows down as the clock runs low.
 

@@ -1,5 +1,5 @@
-"""Fairy-Stockfish as the referee of the small games' rules (tests/test_gardner.py,
-tests/test_animal_shogi.py): perft, FENs and scores over UCI, our perft printed its way, and
+"""Fairy-Stockfish as the referee of the small games' rules (tests/engine/games/test_gardner.py,
+tests/engine/games/test_animal_shogi.py): perft, FENs and scores over UCI, our perft printed its way, and
 random games checked against it move by move."""
 
 from __future__ import annotations

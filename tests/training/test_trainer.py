@@ -38,7 +38,7 @@ from training.nets import NetConfig, build_net, load_checkpoint
 from training.selfplay import SelfPlayConfig
 from training.trainer import Trainer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "training" / "configs"
 PYTHON = sys.executable
 # Timing fields differ between two runs of the same iterations; everything else must not.

@@ -1,4 +1,4 @@
-"""A hypothesis fuzz of the GTP front door, as tests/test_uci.py has for UCI: `klent gtp` never
+"""A hypothesis fuzz of the GTP front door, as tests/protocols/test_uci.py has for UCI: `klent gtp` never
 exits or hangs on input, and a command that fails leaves the game as it was.
 
 One `klent gtp` process (small untrained 9x9 model, 16 simulations) answers every example, so

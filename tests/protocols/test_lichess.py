@@ -1,4 +1,4 @@
-"""The lichess bridge against a fake lichess server (tests/fake_lichess.py) over real HTTP."""
+"""The lichess bridge against a fake lichess server (tests/protocols/fake_lichess.py) over real HTTP."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from protocols.lichess_client import ENDPOINTS, LichessClient, redact
 from protocols.lichess_config import ChallengePolicy, config_from_dict, load_config
 
 TOKEN = "lip_SECRETtoken0123456789"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class RecordingSleep:

@@ -16,7 +16,7 @@ from training.metrics import read_metrics
 from training.nets import load_checkpoint
 from training.selfplay import SelfPlayConfig
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_gloo_processes_keep_identical_weights_and_the_policy_loss_falls(tmp_path: Path) -> None:

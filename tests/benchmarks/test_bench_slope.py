@@ -11,7 +11,7 @@ import pytest
 from benchmarks.slope import main, snapshots
 from engine.network import OnnxEvaluator
 
-SHIPPED_GO9 = Path(__file__).resolve().parents[1] / "weights" / "go9.onnx"
+SHIPPED_GO9 = Path(__file__).resolve().parents[2] / "weights" / "go9.onnx"
 LATEST = f"{int(OnnxEvaluator(SHIPPED_GO9).info.training['iterations']):,} (latest)"
 
 

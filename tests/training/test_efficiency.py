@@ -21,7 +21,7 @@ from training.metrics import read_metrics
 from training.selfplay import SelfPlayConfig
 from training.trainer import Trainer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "training" / "configs"
 ANCHOR_KEYS = ("anchor_games", "anchor_wins", "anchor_draws", "anchor_losses", "anchor_score",
                "anchor_score_low", "anchor_score_high")

@@ -40,7 +40,7 @@ from training.selfplay import GameSlots, SelfPlayConfig
 from training.torch_evaluator import TorchEvaluator
 from training.trainer import Trainer
 
-CONFIGS = Path(__file__).resolve().parent.parent / "training" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 TINY = NetConfig(architecture="gateau", blocks=1, channels=16)
 EDGES = {"gardner": 455, "chess": 1858}  # the paper's counts (section 4.2)
 UNDER_LETTERS = "nbr"

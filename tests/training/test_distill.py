@@ -26,7 +26,7 @@ from training.nets import NetConfig, build_net
 from training.selfplay import SelfPlayConfig
 from training.trainer import Trainer
 
-CONFIGS = Path(__file__).resolve().parent.parent / "training" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
 
 
 def small_config(stockfish: str, **changes) -> teacher.LabelConfig:
@@ -135,7 +135,7 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
 ) -> None:
     """DAgger's positions: the student's reactive moves for k plies (k drawn per game), then
     the teacher's; chess labels every position, Go those from the teacher's first move on."""
-    weights = Path(__file__).resolve().parent.parent / "weights"
+    weights = Path(__file__).resolve().parents[2] / "weights"
     config = small_config(stockfish_path, student=str(weights / "chess.onnx"), student_plies=6, max_plies=16)
     student = teacher.open_student(config)
     chess_game = teacher.rules("chess")

@@ -225,7 +225,7 @@ class TabularNet(nn.Module):
 
     Appendix L is a statement about the algorithm, so the test gives it a model that can
     represent the equilibrium exactly (the ResNet's 2-plane heads see a 1x1 board through two
-    features only); the ResNet is trained end to end in tests/test_trainer.py.
+    features only); the ResNet is trained end to end in tests/training/test_trainer.py.
     """
 
     def __init__(self, game: CountUpGame) -> None:

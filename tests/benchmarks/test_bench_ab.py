@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.ab import head_to_head, main
 
-SHIPPED_GO9 = Path(__file__).resolve().parents[1] / "weights" / "go9.onnx"
+SHIPPED_GO9 = Path(__file__).resolve().parents[2] / "weights" / "go9.onnx"
 
 
 def test_a_trained_model_beats_an_untrained_one_and_the_counts_add_up(untrained_model) -> None:
