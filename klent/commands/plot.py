@@ -341,7 +341,6 @@ class MatchPart:
     """One `klent match` folder: a row of the figure, or a part of one played in another run
     (another session, from further openings with ``--first-opening``)."""
 
-    folder: Path
     player: str
     simulations: int
     settings: str  # the match's configuration without PART_FIELDS, as canonical JSON
@@ -390,7 +389,7 @@ def match_part(folder: Path) -> MatchPart | None:
         return None
     player = re.sub(rf"-{count}(?=-|$)", "", folder.resolve().name, count=1)
     settings = json.dumps({k: v for k, v in config.items() if k not in PART_FIELDS}, sort_keys=True)
-    return MatchPart(folder, player, int(count), settings, *counts, digests)
+    return MatchPart(player, int(count), settings, *counts, digests)
 
 
 def strength_points(parts: Sequence[MatchPart]) -> list[StrengthPoint]:
@@ -432,7 +431,7 @@ def table_points(path: Path) -> list[StrengthPoint]:
                 try:
                     wins, losses, draws, distinct, simulations = (
                         int(row[c]) for c in ("wins", "losses", "draws", "distinct", "simulations"))
-                except ValueError as error:
+                except (ValueError, TypeError) as error:  # TypeError: a short row's missing value
                     raise CommandError(f"{path}:{line}: {error}") from None
                 summary = MatchSummary.from_counts(wins, losses, draws)
                 points.append(StrengthPoint(row["player"], simulations, summary.games, distinct, 0,

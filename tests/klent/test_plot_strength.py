@@ -104,9 +104,11 @@ def test_a_results_table_gives_the_points_of_matches_whose_folders_are_gone(
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table.write_text("player,simulations,wins\nTD,1000,3\n", encoding="utf-8")
     assert klent_main(["plot", "--strength", str(table), "-o", str(png)]) == 2
-    table.write_text("player,simulations,wins,losses,draws,distinct\nTD,1000,3,x,0,3\n", encoding="utf-8")
-    assert klent_main(["plot", "--strength", str(table), "-o", str(png)]) == 2
+    for row in ("TD,1000,3,x,0,3", "TD,1000,3"):  # a number that is not one, a short row
+        table.write_text(f"player,simulations,wins,losses,draws,distinct\n{row}\n", encoding="utf-8")
+        assert klent_main(["plot", "--strength", str(table), "-o", str(png)]) == 2
     assert klent_main(["plot", "--strength", str(tmp_path / "gone.csv"), "-o", str(png)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].endswith("rows.csv: a results table needs the columns losses, draws, distinct")
-    assert "rows.csv:2: invalid literal for int()" in err[1] and "gone.csv: No such file or directory" in err[2]
+    assert "rows.csv:2: invalid literal for int()" in err[1] and "rows.csv:2: int() argument must be" in err[2]
+    assert "gone.csv: No such file or directory" in err[3]
