@@ -17,7 +17,8 @@ Rules of the arena:
   per move plus ``grace`` loses the game for the engine at fault.  ``resign`` loses.
 * Each engine gets ``time_settings 0 T 1`` (T seconds per move, Canadian byo-yomi of one stone)
   and a ``time_left`` before each move; UCI engines get ``go movetime``.  A crashed engine is
-  restarted for the next game.
+  restarted for the next game.  Both engines start before the first game: one that cannot
+  (a misspelt program or flag) stops the match with an error, and no game is recorded.
 * A UCI engine may be given a search limit of its own instead (``uci_go``: ``depth 2``,
   ``nodes 400``): a fixed-depth or fixed-node opponent plays the same strength however loaded
   the machine is, which a time per move does not (the anchor of `training.anchor` relies on
