@@ -394,7 +394,7 @@ def match_part(folder: Path) -> MatchPart | None:
 
 def strength_points(parts: Sequence[MatchPart]) -> list[StrengthPoint]:
     """One point per match, the parts with equal settings and simulations pooled (the player is
-    the first part's), sorted by player and simulations."""
+    the first part's), in the order of their first parts."""
     from matchplay.stats import MatchSummary
 
     rows: dict[tuple[str, int], list[MatchPart]] = {}
@@ -407,7 +407,7 @@ def strength_points(parts: Sequence[MatchPart]) -> list[StrengthPoint]:
         points.append(StrengthPoint(row[0].player, simulations, summary.games,
                                     len(frozenset().union(*(p.digests for p in row))), len(row),
                                     summary.elo, summary.elo_low, summary.elo_high))
-    return sorted(points, key=lambda p: (p.player, p.simulations))
+    return points
 
 
 TABLE_COLUMNS = ("player", "simulations", "wins", "losses", "draws", "distinct")
