@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary, results = run_match(config, on_game=on_game, previous=previous, concurrency=args.concurrency)
     except EngineError as error:
+        bar.leave = False  # the error replaces the bar's empty start on the screen
         raise CommandError(str(error)) from None
     finally:
         bar.close()
