@@ -287,6 +287,18 @@ def _write_summary(config: MatchConfig, names: list[str], results: list[GameResu
     write_text_atomically(config.out / "summary.json", json.dumps(report, indent=2) + "\n")
 
 
+# What may differ between the folders of one row played in parts (in other sessions, or from
+# further openings with ``--first-opening``): the rest of their settings is equal.
+PART_FIELDS = ("games", "out", "openings", "first_opening")
+
+
+def row_settings(config: dict) -> str:
+    """A recorded configuration (``summary.json``'s ``config``) without PART_FIELDS, as canonical
+    JSON: folders with equal row settings are parts of one row, the same two engines playing
+    the same way, so their games pool (`klent plot --strength`, `klent bench paired`)."""
+    return json.dumps({k: v for k, v in config.items() if k not in PART_FIELDS}, sort_keys=True)
+
+
 def load_results(config: MatchConfig) -> list[GameResult]:
     """The finished games of the interrupted match in ``config.out``, to be resumed.
 

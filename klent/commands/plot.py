@@ -331,11 +331,6 @@ def write_efficiency_figure(curves: list[Curve], target: float, output: str | os
     save_figure(fig, output)
 
 
-# A match's settings but for what changes between the parts of one row: parts whose other
-# settings are equal play the same two engines the same way and pool into one point.
-PART_FIELDS = ("games", "out", "openings", "first_opening")
-
-
 @dataclass(frozen=True)
 class MatchPart:
     """One `klent match` folder: a row of the figure, or a part of one played in another run
@@ -343,7 +338,7 @@ class MatchPart:
 
     player: str
     simulations: int
-    settings: str  # the match's configuration without PART_FIELDS, as canonical JSON
+    settings: str  # `matchplay.match.row_settings`: equal for the parts of one row
     wins: int
     losses: int
     draws: int
@@ -371,6 +366,8 @@ def match_part(folder: Path) -> MatchPart | None:
     import re
     import shlex
 
+    from matchplay.match import row_settings
+
     try:
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
         config = summary["config"]
@@ -388,8 +385,7 @@ def match_part(folder: Path) -> MatchPart | None:
     if count is None:
         return None
     player = re.sub(rf"-{count}(?=-|$)", "", folder.resolve().name, count=1)
-    settings = json.dumps({k: v for k, v in config.items() if k not in PART_FIELDS}, sort_keys=True)
-    return MatchPart(player, int(count), settings, *counts, digests)
+    return MatchPart(player, int(count), row_settings(config), *counts, digests)
 
 
 def strength_points(parts: Sequence[MatchPart]) -> list[StrengthPoint]:
