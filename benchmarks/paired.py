@@ -93,20 +93,19 @@ def rows(folders: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     return first, second
 
 
-def row_games(row: Sequence[Path], by_opening: bool) -> dict[tuple[object, ...], GameResult]:
-    """A row's finished games by their start: (opening moves, who moved first), or by game
-    number (``by_opening`` False, a row of one folder)."""
+def row_games(row: Sequence[Path], openings: dict[Path, list[str]] | None) -> dict[tuple[object, ...], GameResult]:
+    """A row's finished games by their start: (opening moves, who moved first) from each
+    folder's recorded ``openings``, or by game number without them (a row of one folder)."""
     games: dict[tuple[object, ...], GameResult] = {}
     for folder in row:
-        config = recorded_config(folder) if by_opening else None
         for result in read_games(folder).values():
-            if config is None:
+            if openings is None:
                 key: tuple[object, ...] = (result.game,)
             else:
-                openings, opening = config["openings"], result.opening
-                if not isinstance(opening, int) or not 0 <= opening < len(openings):
+                texts, opening = openings[folder], result.opening
+                if not isinstance(opening, int) or not 0 <= opening < len(texts):
                     raise ValueError(f"{folder}: game {result.game} names no recorded opening ({opening})")
-                key = (openings[opening], result.first)
+                key = (texts[opening], result.first)
             if key in games:
                 raise ValueError(f"{folder}: game {result.game} has the start of another game of its row")
             games[key] = result
@@ -116,14 +115,15 @@ def row_games(row: Sequence[Path], by_opening: bool) -> dict[tuple[object, ...],
 def compare(first: Sequence[Path], second: Sequence[Path]) -> Paired:
     """The game-by-game comparison of two rows, each one match folder or the folders of its
     parts (see the module docstring)."""
-    configs = [recorded_config(folder) for folder in [*first, *second]]
-    by_opening = all(config is not None and config.get("openings") for config in configs)
-    if not by_opening and len(configs) > 2:
+    configs = {folder: recorded_config(folder) for folder in [*first, *second]}
+    recorded = {folder: config["openings"] for folder, config in configs.items() if config and config.get("openings")}
+    openings = recorded if len(recorded) == len(configs) else None
+    if openings is None and len(configs) > 2:
         raise ValueError("the parts of a row pair by opening, so every folder needs a summary.json "
                          "with its openings (klent match --openings)")
-    a, b = row_games(first, by_opening), row_games(second, by_opening)
+    a, b = row_games(first, openings), row_games(second, openings)
     common = [key for key in a if key in b]
-    if not by_opening:  # by game number: the numbers must stand for the same starts
+    if openings is None:  # by game number: the numbers must stand for the same starts
         for key in common:
             if (a[key].opening, a[key].first) != (b[key].opening, b[key].first):
                 raise ValueError(f"game {a[key].game} started from another opening or colour in "

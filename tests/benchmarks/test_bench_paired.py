@@ -12,15 +12,21 @@ from benchmarks.paired import compare, main, rows, sign_test
 from matchplay.match import GameResult
 
 
-def write_row(folder: Path, games: list[tuple[int, int | None, str]]) -> Path:
-    """A match folder whose game k (from opening (k-1)//2, engine 1 first in the odd ones)
-    ended with ``(k, winner, result)``."""
+def write_games(folder: Path, games: list[tuple[int, int, int | None, str]]) -> Path:
+    """A match folder whose games ``(number, opening, winner, result)`` have engine 1 first
+    (Black) in the odd ones."""
     folder.mkdir()
     lines = [json.dumps(dataclasses.asdict(GameResult(
         game=k, first=(k - 1) % 2, winner=winner, reason="two passes, referee score", result=result, moves=60,
-        record=f"game-{k:03d}.sgf", digest=f"{k:016x}", opening=(k - 1) // 2))) for k, winner, result in games]
+        record=f"game-{k:03d}.sgf", digest=f"{k:016x}", opening=opening))) for k, opening, winner, result in games]
     (folder / "games.jsonl").write_text("\n".join(lines) + "\n")
     return folder
+
+
+def write_row(folder: Path, games: list[tuple[int, int | None, str]]) -> Path:
+    """A match folder without summary.json whose game k (from opening (k-1)//2) ended with
+    ``(k, winner, result)``."""
+    return write_games(folder, [(k, (k - 1) // 2, winner, result) for k, winner, result in games])
 
 
 def test_pairs_count_wins_discordant_games_and_margins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -52,18 +58,13 @@ def test_rows_from_other_openings_or_nothing_in_common_are_refused(tmp_path: Pat
         main([str(a), str(tmp_path / "missing")])
 
 
-def write_part(folder: Path, engine: str, openings: list[str], games: list[tuple[int, int, int | None, str]],
-               first_opening: int = 0) -> Path:
-    """A match folder with its summary.json: engine 1 ``engine`` against one opponent, each game
-    ``(number, opening, winner, result)`` with engine 1 first (Black) in the odd games."""
-    folder.mkdir()
+def write_part(folder: Path, engine: str, openings: list[str], games: list[tuple[int, int, int | None, str]]) -> Path:
+    """A match folder with its summary.json: engine 1 ``engine`` against one opponent from
+    ``openings``, its games as `write_games`'."""
+    write_games(folder, games)
     config = {"engines": [engine, "gnugo --level 0"], "game": "go9", "games": len(games), "out": str(folder),
-              "komi": 7.5, "openings": openings, "first_opening": first_opening}
+              "komi": 7.5, "openings": openings, "first_opening": 0}
     (folder / "summary.json").write_text(json.dumps({"config": config}))
-    lines = [json.dumps(dataclasses.asdict(GameResult(
-        game=k, first=(k - 1) % 2, winner=winner, reason="two passes, referee score", result=result, moves=60,
-        record=f"game-{k:03d}.sgf", digest=f"{k:016x}", opening=opening))) for k, opening, winner, result in games]
-    (folder / "games.jsonl").write_text("\n".join(lines) + "\n")
     return folder
 
 
