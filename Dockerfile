@@ -50,13 +50,7 @@ RUN pip install --index-url "$TORCH_INDEX" "torch==$TORCH_VERSION"
 
 COPY pyproject.toml README.md ./
 COPY klent ./klent
-COPY engine ./engine
-COPY protocols ./protocols
-COPY matchplay ./matchplay
-COPY server ./server
-COPY training ./training
-COPY benchmarks ./benchmarks
-# The models are package data (engine.weights): they must be in the tree pip installs from.
+# The models are package data (klent.weights): they must be in the tree pip installs from.
 COPY weights ./weights
 # The GPU image swaps onnxruntime (a core dependency) for onnxruntime-gpu: both install the
 # same `onnxruntime` module, so only one of them may be present.  Versions: pyproject.toml.

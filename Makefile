@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 system-deps:
 	bash scripts/install-debian-deps.sh
 
-# ruff on the whole tree, mypy on engine/, protocols/ and matchplay/ (both configured in pyproject.toml).
+# ruff on the whole tree, mypy on klent/engine/, klent/protocols/ and klent/matchplay/ (both configured in pyproject.toml).
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Efficiency curves: KLENT against the Gumbel AlphaZero baseline on Gardner chess and Animal
 # Shogi (issue #20), the KLENT paper's figure 5 at a CPU's scale.  Each run trains with
-# training/configs/<game>_<algo>_cpu.toml (the two algorithms' configs differ only in the
+# klent/training/configs/<game>_<algo>_cpu.toml (the two algorithms' configs differ only in the
 # algorithm, its collection window and the iterations that spend the same ~2e7 simulator
 # evaluations) and plays Fairy-Stockfish (depth 1; skill level 0 on Animal Shogi, -5 on Gardner
-# chess) after its first iteration and every 1e6 simulator evaluations (training/anchor.py).
+# chess) after its first iteration and every 1e6 simulator evaluations (klent/training/anchor.py).
 # The figure is the score against that anchor by simulator evaluations, the seeds as a band;
 # the table printed after it gives the evaluations each algorithm needs to first reach a score
 # of REACH, per seed, with their geometric mean, spread and ratio -- the paper claims KLENT
@@ -56,7 +56,7 @@ mkdir -p "$OUT"
 
 train_one() {  # game algo seed [preset]: start the run, or resume it
     local name="$1-$2-s$3"
-    local how=(--config "training/configs/$1_$2_cpu.toml" --seed "$3")
+    local how=(--config "klent/training/configs/$1_$2_cpu.toml" --seed "$3")
     if [[ -n "${4:-}" && "$4" != klent ]]; then  # preset klent is the config's own run
         name="$1-$2-$4-s$3"
         how+=(--preset "$4")

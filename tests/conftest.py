@@ -48,9 +48,9 @@ def artifacts_dir() -> str:
 
 @pytest.fixture
 def devices_asked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The devices networks are loaded for from now on (`engine.network.device_providers`, where
+    """The devices networks are loaded for from now on (`klent.engine.network.device_providers`, where
     every player's, protocol's and server's ``device`` ends)."""
-    import engine.network as network
+    import klent.engine.network as network
 
     asked: list[str] = []
     real = network.device_providers
@@ -72,9 +72,9 @@ def untrained_model(tmp_path_factory: pytest.TempPathFactory):
     """
     import torch
 
-    import engine.games as games
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    import klent.engine.games as games
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     cache: dict[tuple[str, int, int], str] = {}
     folder = tmp_path_factory.mktemp("models")
@@ -102,9 +102,9 @@ def ownership_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     import torch
     from torch import nn
 
-    import engine.games as games
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    import klent.engine.games as games
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     class BlackLeftWhiteRight(nn.Module):
         """Pre-tanh ownership: +6 on Black's side for Black to move, flipped for White."""

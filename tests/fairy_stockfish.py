@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from engine.games.base import FenGame, State
+from klent.engine.games.base import FenGame, State
 
 
 class FairyStockfish:

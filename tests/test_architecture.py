@@ -2,15 +2,17 @@
 runtime and training packages, read with `ast` (imports inside functions included), must go in
 the allowed direction.
 
-* ``protocols/`` reaches the engine only through its facade, ``engine.player``, and the game
-  contract, ``engine.games`` (its modules included: a protocol may name `GoGame` or read SGF);
-  ``engine.files``, the atomic-write helper every writer must use, and ``engine.settings``, the
-  reader of settings files, are the utilities allowed beside them.  ``matchplay/`` (klent as a
+* ``klent/protocols/`` reaches the engine only through its facade, ``klent.engine.player``, and the game
+  contract, ``klent.engine.games`` (its modules included: a protocol may name `GoGame` or read SGF);
+  ``klent.engine.files``, the atomic-write helper every writer must use, and ``klent.engine.settings``, the
+  reader of settings files, are the utilities allowed beside them.  ``klent/matchplay/`` (klent as a
   client of engine programs) keeps to the same facade and may use the protocols' text formats.
-* ``server/`` may also import ``engine.network``: its request batcher is itself an
-  `engine.network.Evaluator` that each request's `Player` evaluates through.
-* ``engine/``, ``protocols/``, ``matchplay/`` and ``server/`` never import torch or ``training``.
-* The top-level packages import each other in one direction only, so there is no cycle.
+* ``klent/server/`` may also import ``klent.engine.network``: its request batcher is itself an
+  `klent.engine.network.Evaluator` that each request's `Player` evaluates through.
+* ``klent/engine/``, ``klent/protocols/``, ``klent/matchplay/`` and ``klent/server/`` never import torch or
+  ``klent.training``.
+* The layers (the packages of ``klent``) import each other in one direction only, so there is no
+  cycle, and nothing imports the command line (``klent/cli/``) but ``python -m klent``.
 """
 
 from __future__ import annotations
@@ -22,26 +24,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("engine", "protocols", "matchplay", "server", "training", "klent", "benchmarks")
+PACKAGES = ("engine", "protocols", "matchplay", "server", "training", "bench", "cli")  # the layers: klent.<name>
 
-# What each top-level package may import of the others.  (`klent bench` also loads benchmarks
-# by name through importlib, which a reading of import statements does not see.)
+# What each layer may import of the others.  (`klent bench` also loads its benchmarks by name
+# through importlib, which a reading of import statements does not see.)
 ALLOWED_PACKAGES = {
     "engine": set(),
     "protocols": {"engine"},
     "matchplay": {"engine", "protocols"},
     "server": {"engine"},
     "training": {"engine", "protocols", "matchplay"},
-    "benchmarks": {"engine", "protocols", "matchplay", "server", "training"},
-    "klent": {"engine", "protocols", "matchplay", "server", "training", "benchmarks"},
+    "bench": {"engine", "protocols", "matchplay", "server", "training"},
+    "cli": {"engine", "protocols", "matchplay", "server", "training", "bench"},
 }
 
 # The engine modules a layer above the facade may import: a module itself or any module under it.
-FACADE = ("engine.player", "engine.games", "engine.files", "engine.settings")
+FACADE = ("klent.engine.player", "klent.engine.games", "klent.engine.files", "klent.engine.settings")
 ENGINE_ALLOWED = {
     "protocols": FACADE,
     "matchplay": FACADE,
-    "server": (*FACADE, "engine.network"),
+    "server": (*FACADE, "klent.engine.network"),
 }
 
 
@@ -76,7 +78,15 @@ def is_module(name: str) -> bool:
 
 
 def sources(package: str) -> list[Path]:
-    return sorted(p for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts)
+    """The modules of one layer; ``klent/__main__.py`` (``python -m klent``) belongs to the command line."""
+    found = sorted(p for p in (ROOT / "klent" / package).rglob("*.py") if "__pycache__" not in p.parts)
+    return [*found, ROOT / "klent" / "__main__.py"] if package == "cli" else found
+
+
+def layer(module: str) -> str | None:
+    """The layer ``module`` belongs to, or None for a module outside klent's layers."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "klent" and parts[1] in PACKAGES else None
 
 
 def within(module: str, prefixes: tuple[str, ...]) -> bool:
@@ -90,7 +100,10 @@ def where(path: Path, line: int, module: str) -> str:
 def test_every_package_is_read() -> None:
     for package in PACKAGES:
         assert sources(package), package
-    assert any(module == "engine.player" for _, module in imports(ROOT / "protocols" / "lichess.py"))
+    assert any(module == "klent.engine.player" for _, module in imports(ROOT / "klent" / "protocols" / "lichess.py"))
+    layered = {path for package in PACKAGES for path in sources(package)}
+    every = {p for p in (ROOT / "klent").rglob("*.py") if "__pycache__" not in p.parts}
+    assert every - layered == {ROOT / "klent" / "__init__.py"}, "a module outside every layer"
 
 
 @pytest.mark.parametrize("package", sorted(ENGINE_ALLOWED))
@@ -100,7 +113,7 @@ def test_protocols_and_server_reach_the_engine_only_through_the_facade(package: 
         where(path, line, module)
         for path in sources(package)
         for line, module in imports(path)
-        if within(module, ("engine",)) and module != "engine" and not within(module, allowed)
+        if within(module, ("klent.engine",)) and module != "klent.engine" and not within(module, allowed)
     ]
     assert not crossing, f"{package}/ may import of the engine only {', '.join(allowed)}:\n" + "\n".join(crossing)
 
@@ -111,19 +124,19 @@ def test_the_runtime_never_imports_torch_or_training(package: str) -> None:
         where(path, line, module)
         for path in sources(package)
         for line, module in imports(path)
-        if within(module, ("torch", "training"))
+        if within(module, ("torch", "klent.training"))
     ]
     assert not found, "\n".join(found)
 
 
 def package_graph() -> dict[str, dict[str, list[str]]]:
-    """For each top-level package, the others it imports, each with the places that do."""
+    """For each layer, the others it imports, each with the places that do."""
     graph: dict[str, dict[str, list[str]]] = {package: {} for package in PACKAGES}
     for package in PACKAGES:
         for path in sources(package):
             for line, module in imports(path):
-                top = module.split(".")[0]
-                if top in PACKAGES and top != package:
+                top = layer(module)
+                if top is not None and top != package:
                     graph[package].setdefault(top, []).append(where(path, line, module))
     return graph
 

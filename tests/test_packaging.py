@@ -1,6 +1,6 @@
-"""The distribution: a regular (not editable) install holds every module and the shipped models,
-and the engine finds those models there (pyproject.toml lists the packages and maps weights/ to
-the package ``engine.weights``)."""
+"""The distribution: a regular (not editable) install holds one top-level package, ``klent``, with
+every module and the shipped models, and the engine finds those models there (pyproject.toml lists
+the packages and maps weights/ to the package ``klent.weights``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("klent", "engine", "protocols", "matchplay", "server", "training", "benchmarks")
 SHIPPED = ("*.onnx", "*.npz", "*.md", "*.png")
 
 
@@ -25,8 +24,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "klent", source / "klent", ignore=shutil.ignore_patterns("__pycache__"))
     (source / "weights").mkdir()
     for pattern in SHIPPED:
         for path in (ROOT / "weights").glob(pattern):
@@ -43,28 +41,32 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_holds_every_module_and_the_shipped_models(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = {
-        path.relative_to(ROOT).as_posix()
-        for package in PACKAGES
-        for path in (ROOT / package).rglob("*.py")
-        if "__pycache__" not in path.parts
+        path.relative_to(ROOT).as_posix() for path in (ROOT / "klent").rglob("*.py") if "__pycache__" not in path.parts
     }
     assert not modules - names, "modules missing from the wheel: list their packages in pyproject.toml"
-    shipped = {f"engine/weights/{path.name}" for pattern in SHIPPED for path in (ROOT / "weights").glob(pattern)}
-    assert {"engine/weights/go9.onnx", "engine/weights/go9-td.npz"} <= shipped <= names
-    assert not any(name.startswith(("weights/", "engine/weights/training")) for name in names)
-    assert {"server/static/index.html", "training/configs/go9_cpu.toml"} <= names
+    shipped = {f"klent/weights/{path.name}" for pattern in SHIPPED for path in (ROOT / "weights").glob(pattern)}
+    assert {"klent/weights/go9.onnx", "klent/weights/go9-td.npz"} <= shipped <= names
+    assert not any(name.startswith(("weights/", "klent/weights/training")) for name in names)
+    assert {"klent/server/static/index.html", "klent/training/configs/go9_cpu.toml"} <= names
+
+
+def test_the_wheel_installs_one_top_level_package(wheel: Path) -> None:
+    """`pip install klent` adds the name ``klent`` to site-packages and nothing else (besides its
+    metadata), so it cannot shadow another distribution's ``server`` or ``training``."""
+    tops = {name.split("/")[0] for name in zipfile.ZipFile(wheel).namelist()}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"klent"}
 
 
 def test_an_installed_engine_finds_its_shipped_models(wheel: Path, tmp_path: Path) -> None:
     """The wheel unpacked as an install would place it, with the source tree off the path."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = (
-        "import engine.games, engine.player\n"
-        "print(engine.player.DEFAULT_WEIGHTS_DIR)\n"
-        "print(engine.player.model_path_for(engine.games.get('go9')).is_file())\n"
+        "import klent.engine.games, klent.engine.player\n"
+        "print(klent.engine.player.DEFAULT_WEIGHTS_DIR)\n"
+        "print(klent.engine.player.model_path_for(klent.engine.games.get('go9')).is_file())\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)},
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout.split()
-    assert out == [str(tmp_path / "engine" / "weights"), "True"]
+    assert out == [str(tmp_path / "klent" / "weights"), "True"]

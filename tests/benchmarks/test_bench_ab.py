@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ab import head_to_head, main
+from klent.bench.ab import head_to_head, main
 
 SHIPPED_GO9 = Path(__file__).resolve().parents[2] / "weights" / "go9.onnx"
 

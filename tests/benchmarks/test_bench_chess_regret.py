@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import engine.games
-from benchmarks.chess_regret import blunder_rows, held_out_positions, parse_setting, regret_rows
-from engine.player import Player
-from training import teacher
+import klent.engine.games
+from klent.bench.chess_regret import blunder_rows, held_out_positions, parse_setting, regret_rows
+from klent.engine.player import Player
+from klent.training import teacher
 
 
 def test_settings_are_read_as_play_options() -> None:
@@ -46,7 +46,7 @@ def test_held_out_positions_are_the_validation_games_with_every_labelled_move_an
     assert 0 < len(trained_on) <= manifest.train_positions
     # positions are stored once in a set, so the two splits share none
     assert not {state.fen() for state, _ in positions} & {state.fen() for state, _ in trained_on}
-    player = Player.load(engine.games.get("chess"), untrained_model("chess"), threads=1)
+    player = Player.load(klent.engine.games.get("chess"), untrained_model("chess"), threads=1)
     row = next(regret_rows(player, positions, ["reactive"]))
     regret = float(row.split("regret ")[1].split(",")[0])
     assert 0.0 <= regret <= 2.0 and f"({len(positions)} positions)" in row
@@ -65,7 +65,7 @@ def test_a_hung_queen_is_a_blunder_and_nothing_else_is(tmp_path: Path, stockfish
     games = [{"game": 1, "first": 0, "record": "game-001.pgn", "opening": None},
              {"game": 2, "first": 0, "record": "game-002.pgn", "opening": 0}]
     (folder / "games.jsonl").write_text("".join(json.dumps(game) + "\n" for game in games))
-    player = Player.load(engine.games.get("chess"), untrained_model("chess"), threads=1)
+    player = Player.load(klent.engine.games.get("chess"), untrained_model("chess"), threads=1)
     rows = list(blunder_rows(player, folder, games=10, depth=6, blunder=0.3, settings=["reactive"]))
     assert rows[0].startswith("1 blunders") and "in 2 games" in rows[0]
     assert rows[1].strip().startswith("reactive: blunders again in") and "of 1," in rows[1]

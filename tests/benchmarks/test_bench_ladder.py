@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ladder import CHI2_95_HALF, Rung, expected, fit, log_likelihood, main
-from matchplay.match import GameResult
-from matchplay.stats import MatchSummary, elo_difference
+from klent.bench.ladder import CHI2_95_HALF, Rung, expected, fit, log_likelihood, main
+from klent.matchplay.match import GameResult
+from klent.matchplay.stats import MatchSummary, elo_difference
 
 
 def rung(anchor: float, wins: int, losses: int, draws: int = 0) -> Rung:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.paired import compare, main, rows, sign_test
-from matchplay.match import GameResult
+from klent.bench.paired import compare, main, rows, sign_test
+from klent.matchplay.match import GameResult
 
 
 def write_games(folder: Path, games: list[tuple[int, int, int | None, str]]) -> Path:

@@ -1,11 +1,11 @@
-"""`klent bench rules` (benchmarks/rules.py): the rules layer's cost per position, timed by
+"""`klent bench rules` (klent/bench/rules.py): the rules layer's cost per position, timed by
 the thread's CPU clock over positions of random playouts played beforehand."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks import rules
+from klent.bench import rules
 
 
 def test_each_game_has_a_target_and_its_three_parts_add_up() -> None:

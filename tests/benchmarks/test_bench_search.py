@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.search import main as bench_search
+from klent.bench.search import main as bench_search
 
 FAST = ["--games", "2", "--simulations", "4", "--moves", "1", "--seconds", "0.02", "--rounds", "1"]
 

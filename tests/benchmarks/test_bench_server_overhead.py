@@ -1,4 +1,4 @@
-"""`benchmarks.server_overhead` on a tiny model: a real `klent serve` answers every request, and
+"""`klent.bench.server_overhead` on a tiny model: a real `klent serve` answers every request, and
 the figures it prints are consistent (the server process spends at least what its network
 call costs; CPU time read from /proc grows with work)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 
-from benchmarks.server_overhead import main, process_cpu_seconds
+from klent.bench.server_overhead import main, process_cpu_seconds
 
 
 def test_process_cpu_seconds_counts_this_process_work() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.slope import main, snapshots
-from engine.network import OnnxEvaluator
+from klent.bench.slope import main, snapshots
+from klent.engine.network import OnnxEvaluator
 
 SHIPPED_GO9 = Path(__file__).resolve().parents[2] / "weights" / "go9.onnx"
 LATEST = f"{int(OnnxEvaluator(SHIPPED_GO9).info.training['iterations']):,} (latest)"

@@ -1,4 +1,4 @@
-"""benchmarks/td_speed.py: TD search's simulated moves per second beside the bare rules."""
+"""klent/bench/td_speed.py: TD search's simulated moves per second beside the bare rules."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from benchmarks import td_speed
-from engine.games import go_kernels as gk
-from engine.games.go import GoGame
-from engine.search import td_kernels as tk
+from klent.bench import td_speed
+from klent.engine.games import go_kernels as gk
+from klent.engine.games.go import GoGame
+from klent.engine.search import td_kernels as tk
 
 
 def test_both_rules_playouts_play_games_of_the_same_length() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.soak import KINDS, main
+from klent.bench.soak import KINDS, main
 
 
 def test_a_short_soak_has_no_errors(untrained_model, capsys) -> None:

@@ -1,4 +1,4 @@
-"""engine.files: the one atomic-write helper behind checkpoints, models, logs, records and plots."""
+"""klent.engine.files: the one atomic-write helper behind checkpoints, models, logs, records and plots."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.files import atomic_target, copy_atomically, write_text_atomically
+from klent.engine.files import atomic_target, copy_atomically, write_text_atomically
 
 
 def test_write_replaces_the_file_and_leaves_nothing_behind(tmp_path: Path) -> None:

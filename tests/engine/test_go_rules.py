@@ -1,4 +1,4 @@
-"""Go's move rules (engine/go_rules.py) and the board facts behind them (engine/go_board.py), as
+"""Go's move rules (klent/engine/go_rules.py) and the board facts behind them (klent/engine/go_board.py), as
 the `Player` applies them in every mode, with scripted networks that want to pass or to fill
 their own eye whatever the position."""
 
@@ -12,11 +12,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from engine import games, go_board
-from engine.games.base import Game, State
-from engine.games.go import GoGame
-from engine.network import Evaluation, apply_legal_mask
-from engine.player import MoveRule, Player, PlayOptions
+from klent.engine import games, go_board
+from klent.engine.games.base import Game, State
+from klent.engine.games.go import GoGame
+from klent.engine.network import Evaluation, apply_legal_mask
+from klent.engine.player import MoveRule, Player, PlayOptions
 
 MODES = [PlayOptions(mode="reactive"), PlayOptions(mode="search", simulations=16)]
 DEAD_STONES_BLACK = [f"E{row}" for row in range(1, 10)] + ["A2", "A3", "B4", "C3", "D2", "B1"]

@@ -1,4 +1,4 @@
-"""The ONNX Runtime evaluator (engine/network.py): loading, refusal, providers, batching."""
+"""The ONNX Runtime evaluator (klent/engine/network.py): loading, refusal, providers, batching."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import engine.games as games
-import engine.network as network
-from engine.games.countup import CountUpGame
-from engine.network import (
+import klent.engine.games as games
+import klent.engine.network as network
+from klent.cli import main as klent_main
+from klent.engine.games.countup import CountUpGame
+from klent.engine.network import (
     MASKED_LOGIT,
     PROVIDER_PREFERENCE,
     ModelFormatError,
@@ -24,12 +25,11 @@ from engine.network import (
     select_providers,
     state_values,
 )
-from klent.cli import main as klent_main
 
 
 @pytest.fixture(scope="module")
 def countup_model(untrained_model) -> Path:
-    """An untrained 2 x 16 count-up model (conftest), exported by training.export."""
+    """An untrained 2 x 16 count-up model (conftest), exported by klent.training.export."""
     return Path(untrained_model("countup"))
 
 
@@ -244,7 +244,7 @@ def test_thread_settings(countup_model: Path) -> None:
 
 def test_the_engine_never_imports_torch() -> None:
     code = (
-        "import sys, engine.network, engine.games; engine.games.get('countup'); "
+        "import sys, klent.engine.network, klent.engine.games; klent.engine.games.get('countup'); "
         "sys.exit('torch' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

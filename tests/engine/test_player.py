@@ -13,10 +13,11 @@ from pathlib import Path
 import onnxruntime
 import pytest
 
-import engine.games as games
-from engine.games.base import IllegalMoveError
-from engine.network import ModelFormatError, ModelMismatchError, OnnxEvaluator
-from engine.player import (
+import klent.engine.games as games
+from klent.cli import main as klent_main
+from klent.engine.games.base import IllegalMoveError
+from klent.engine.network import ModelFormatError, ModelMismatchError, OnnxEvaluator
+from klent.engine.player import (
     FIRST_ANALYSIS_SEARCH,
     Decision,
     Player,
@@ -26,7 +27,6 @@ from engine.player import (
     model_path_for,
     read_model_info,
 )
-from klent.cli import main as klent_main
 
 
 @pytest.fixture()
@@ -205,7 +205,7 @@ def test_model_info_is_read_without_onnx_runtime(untrained_model, monkeypatch, t
 
 
 def test_importing_the_search_does_no_work() -> None:
-    code = "import engine.search.gumbel as g; print(g.warm_up.cache_info().currsize)"
+    code = "import klent.engine.search.gumbel as g; print(g.warm_up.cache_info().currsize)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "0"
 
@@ -214,11 +214,11 @@ def test_go_and_chess_search_with_the_measured_floor_the_small_games_with_mctxs(
     """The rescaling floor measured stronger at play (benchmarks/RESULTS.md) is Go's and
     chess's default; a game not measured keeps mctx's; an explicit floor wins over both.  So
     with the wave size: chess's measured one, 32 for the other games, or the one given."""
-    import engine.player
+    import klent.engine.player
 
     seen = []
-    real = engine.player.search
-    monkeypatch.setattr(engine.player, "search", lambda state, network, limits, config, **rest: (
+    real = klent.engine.player.search
+    monkeypatch.setattr(klent.engine.player, "search", lambda state, network, limits, config, **rest: (
         seen.append((config.rescale_floor, config.wave_size)), real(state, network, limits, config=config, **rest))[1])
     for name, default in (("chess", (2.0, 4)), ("go9", (2.0, 32)), ("gardner", (1e-8, 32)),
                           ("animal_shogi", (1e-8, 32))):

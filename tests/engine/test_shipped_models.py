@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import engine.games as games
-from engine.player import DEFAULT_WEIGHTS_DIR, Player, PlayOptions, read_model_info
+import klent.engine.games as games
+from klent.engine.player import DEFAULT_WEIGHTS_DIR, Player, PlayOptions, read_model_info
 
 SHIPPED = sorted(path for path in Path(DEFAULT_WEIGHTS_DIR).glob("*.onnx") if ".int8" not in path.name)
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from engine.games import get
-from engine.games.go import GoGame
-from engine.player import MoveRule, Player, PlayOptions, ShapeWeights, load_td_weights, model_path_for
-from engine.search.td import TdConfig
 from klent.cli import main as klent_main
-from matchplay.engine_process import GtpFailure, GtpProcess
+from klent.engine.games import get
+from klent.engine.games.go import GoGame
+from klent.engine.player import MoveRule, Player, PlayOptions, ShapeWeights, load_td_weights, model_path_for
+from klent.engine.search.td import TdConfig
+from klent.matchplay.engine_process import GtpFailure, GtpProcess
 
 
 def td_player(game: GoGame, simulations: int = 20, **options) -> Player:

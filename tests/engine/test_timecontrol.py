@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.timecontrol import DEFAULT_OVERHEAD, clock_budget, move_budget
+from klent.engine.timecontrol import DEFAULT_OVERHEAD, clock_budget, move_budget
 
 
 def play_clock(

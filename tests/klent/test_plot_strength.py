@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from klent.cli import main as klent_main
-from klent.commands.plot import MatchPart, match_part, strength_points
-from matchplay.match import MatchConfig, _write_summary
-from matchplay.stats import MatchSummary
+from klent.cli.plot import MatchPart, match_part, strength_points
+from klent.matchplay.match import MatchConfig, _write_summary
+from klent.matchplay.stats import MatchSummary
 
 LEVEL10 = "gnugo --mode gtp --level 10"
 

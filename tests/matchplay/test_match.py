@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from engine.games.sgf import read_sgf
-from matchplay.engine_process import GtpProcess
-from matchplay.match import (
+from klent.engine.games.sgf import read_sgf
+from klent.matchplay.engine_process import GtpProcess
+from klent.matchplay.match import (
     GameResult,
     MatchConfig,
     MatchFolderError,
@@ -20,7 +20,7 @@ from matchplay.match import (
     load_results,
     score_margin,
 )
-from matchplay.stats import MatchSummary, elo_difference, wilson_interval
+from klent.matchplay.stats import MatchSummary, elo_difference, wilson_interval
 
 # GNU Go as a referee at level 0, for the tests that check what a match records rather than who
 # won: its final_score on a sparse 9x9 board (games cut after 8 or 30 moves) took 1 s against
@@ -229,7 +229,7 @@ def test_an_engine_that_cannot_start_stops_the_match_before_its_first_game(gnugo
 def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gnugo_path) -> None:
     import chess.pgn
 
-    from matchplay.match import read_openings
+    from klent.matchplay.match import read_openings
 
     start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -"
     chess_file = tmp_path / "chess.txt"
@@ -291,7 +291,7 @@ def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gn
 
 
 def test_a_first_opening_shifts_every_games_opening_and_must_be_one_of_the_file(tmp_path) -> None:
-    from matchplay.match import MatchConfig
+    from klent.matchplay.match import MatchConfig
 
     config = MatchConfig(engines=("a", "b"), games=8, openings=("A", "B", "C"), first_opening=2)
     assert [config.opening(i) for i in range(6)] == [(2, "C"), (2, "C"), (0, "A"), (0, "A"), (1, "B"), (1, "B")]
@@ -310,7 +310,7 @@ def test_a_first_opening_shifts_every_games_opening_and_must_be_one_of_the_file(
 def test_generated_openings_are_balanced_distinct_and_readable(tmp_path, stockfish_path) -> None:
     import chess.engine
 
-    from matchplay.match import opening_state, read_openings
+    from klent.matchplay.match import opening_state, read_openings
 
     out = tmp_path / "openings.txt"
     completed = subprocess.run([sys.executable, "-m", "klent", "openings", "--game", "chess", "--count", "4",
@@ -341,7 +341,7 @@ def test_generated_variant_openings_are_judged_by_fairy_stockfish(tmp_path, fair
     the position within half a pawn of even, as the same engine confirms afterwards."""
     from fairy_stockfish import FairyStockfish
 
-    from matchplay.match import read_openings
+    from klent.matchplay.match import read_openings
 
     out = tmp_path / "gardner.txt"
     command = [sys.executable, "-m", "klent", "openings", "--game", "gardner", "--count", "4", "--plies", "4",

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matchplay.engine_process import GtpProcess
+from klent.matchplay.engine_process import GtpProcess
 
 FUZZ = settings(
     derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck), max_examples=60

@@ -11,12 +11,12 @@ import time
 import pytest
 from sgfmill import sgf
 
-from engine.games.go import GoGame
-from engine.games.sgf import read_sgf
-from engine.timecontrol import GameClock
-from matchplay.engine_process import GtpFailure, GtpProcess
-from protocols.gtp_clock import gtp_time_settings, kgs_time_settings
-from protocols.gtp_wire import parse
+from klent.engine.games.go import GoGame
+from klent.engine.games.sgf import read_sgf
+from klent.engine.timecontrol import GameClock
+from klent.matchplay.engine_process import GtpFailure, GtpProcess
+from klent.protocols.gtp_clock import gtp_time_settings, kgs_time_settings
+from klent.protocols.gtp_wire import parse
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_the_device_reaches_the_player(untrained_model, devices_asked: list[str]
     """`klent gtp --device cpu` loads its network on the CPU."""
     from pathlib import Path
 
-    from protocols.gtp import GtpConfig, GtpEngine
+    from klent.protocols.gtp import GtpConfig, GtpEngine
 
     gtp = GtpEngine(GtpConfig(model=Path(untrained_model("go9")), device="cpu"))
     player = gtp.player(gtp.state)
@@ -358,8 +358,8 @@ def hopeless_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A go9 model that believes every move loses: action values tanh(-10) ~ -1, so V ~ -1."""
     import torch
 
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     game = GoGame(9)
     model = build_net(game, NetConfig(blocks=1, channels=8)).eval()
@@ -468,7 +468,7 @@ def test_passes_only_when_passing_cannot_lose(gtp) -> None:
 def test_klent_gtp_time_lifts_the_default_simulation_cap() -> None:
     """`klent gtp --time 1` searches for the second (its schedule planned from the time), not
     for the 200 simulations of the default; an explicit --simulations still caps it."""
-    from klent.commands.gtp import DEFAULT_SIMULATIONS, _simulations
+    from klent.cli.gtp import DEFAULT_SIMULATIONS, _simulations
 
     assert _simulations(None, None) == DEFAULT_SIMULATIONS == 200
     assert _simulations(None, 1.0) is None

@@ -1,5 +1,5 @@
 """Dead stones at the end of a Go game: what klent's GTP engine counts, when it passes, and
-that GNU Go, as the referee, agrees (protocols/gtp.py, "Dead stones" and "Passing").
+that GNU Go, as the referee, agrees (klent/protocols/gtp.py, "Dead stones" and "Passing").
 
 The model (conftest's ``ownership_model``) predicts that Black owns columns A-E and White F-J.
 The position: a Black wall on E and a White wall on F, and three White stones in atari inside
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from matchplay.engine_process import GtpProcess
+from klent.matchplay.engine_process import GtpProcess
 
 BLACK = [f"E{row}" for row in range(1, 10)] + ["A2", "A3", "B4", "C3", "D2", "B1"]
 WHITE = [f"F{row}" for row in range(1, 10)] + ["B2", "C2", "B3"]

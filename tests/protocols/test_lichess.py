@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from fake_lichess import FakeLichess, FirstLegal, StockfishOpponent
 
-from protocols.lichess import Bot, decline_reason
-from protocols.lichess_client import ENDPOINTS, LichessClient, redact
-from protocols.lichess_config import ChallengePolicy, config_from_dict, load_config
+from klent.protocols.lichess import Bot, decline_reason
+from klent.protocols.lichess_client import ENDPOINTS, LichessClient, redact
+from klent.protocols.lichess_config import ChallengePolicy, config_from_dict, load_config
 
 TOKEN = "lip_SECRETtoken0123456789"
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,8 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matchplay.match import game_digest
-from protocols.uci import centipawns, wdl
+from klent.matchplay.match import game_digest
+from klent.protocols.uci import centipawns, wdl
 
 START = chess.Board()
 
@@ -173,12 +173,12 @@ def test_uci_reports_centipawns_on_the_models_own_scale(tmp_path) -> None:
     search, read back to values through each model's own map, agree."""
     import torch
 
-    import engine.games
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    import klent.engine.games
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     torch.manual_seed(0)
-    game = engine.games.get("chess")
+    game = klent.engine.games.get("chess")
     net = build_net(game, NetConfig(blocks=1, channels=8)).eval()
     reads = {}
     for scale in ("outcome", "centipawns"):
@@ -203,8 +203,8 @@ def test_search_tuning_reaches_every_search(model: str, monkeypatch: pytest.Monk
     them, with the game's defaults."""
     import io
 
-    from engine.player import Player, PlayOptions
-    from protocols.uci import UciEngine
+    from klent.engine.player import Player, PlayOptions
+    from klent.protocols.uci import UciEngine
 
     seen = []
     decide = Player.decide
@@ -230,7 +230,7 @@ def test_the_device_reaches_the_player(model: str, devices_asked: list[str]) -> 
     """`klent uci --device cpu` loads its network on the CPU."""
     import io
 
-    from protocols.uci import UciEngine
+    from klent.protocols.uci import UciEngine
 
     player = UciEngine(io.StringIO(), model=model, device="cpu")._load_player()
     assert player is not None and devices_asked == ["cpu"]

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from fairy_stockfish import FairyStockfish
 
-import engine.games
-from matchplay.engine_process import UciProcess
-from protocols.uci import UciEngine
+from klent.engine import games
+from klent.matchplay.engine_process import UciProcess
+from klent.protocols.uci import UciEngine
 
 KLENT_UCI = [sys.executable, "-m", "klent", "uci"]
 GAMES = {"gardner": "gardner", "dobutsu": "animal_shogi"}  # UCI_Variant -> klent's game
@@ -89,7 +89,7 @@ def test_bestmoves_and_pvs_are_moves_fairy_stockfish_plays(
         pv = next(line for line in reversed(lines) if " pv " in line).split(" pv ")[1].split()
         assert fairy.fen(moves + pv) != fairy.fen(moves + pv[:-1])  # the PV's last move was played too
         moves.append(best)
-    rules = engine.games.get(GAMES[variant], max_moves=None)
+    rules = games.get(GAMES[variant], max_moves=None)
     assert rules.fen(rules.initial_state().after(moves)) == fairy.fen(moves)
     klent.tell(f"position startpos moves {' '.join(moves)}")
     klent.tell("go infinite")  # an analysis, as in chess: info lines until stop
@@ -137,7 +137,7 @@ def test_a_variant_without_a_model_is_played_by_the_rules_alone(tmp_path: Path) 
     uci.shutdown()
     lines = output.getvalue().splitlines()
     assert any("no model for gardner" in line and "rules alone" in line for line in lines), lines
-    state = engine.games.get("gardner").initial_state().after(["b2b3"])
+    state = games.get("gardner").initial_state().after(["b2b3"])
     state.game.text_to_action(state, lines[-1].split()[1])  # legal, or it raises
 
 
@@ -161,7 +161,7 @@ def test_match_against_fairy_stockfish_finishes_with_results(
     assert [r["game"] for r in results] == [1, 2]
     variant = next(v for v, g in GAMES.items() if g == game)
     fairy = FairyStockfish(fairy_path, variant)
-    rules = engine.games.get(game)
+    rules = games.get(game)
     try:
         for r in results:
             assert r["result"] in ("1-0", "0-1", "1/2-1/2")

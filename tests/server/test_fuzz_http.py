@@ -29,8 +29,8 @@ with warnings.catch_warnings():  # starlette's note about httpx2 is not ours to 
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-from benchmarks.server import running_server
-from server.app import ServerConfig, create_app
+from klent.bench.server import running_server
+from klent.server.app import ServerConfig, create_app
 
 FUZZ = settings(
     derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)

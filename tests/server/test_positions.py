@@ -1,6 +1,6 @@
 """Positions over HTTP: every game set up and described through the `Game` contract alone.
 
-`server.positions` has no per-game code, so these tests run the same checks over every game
+`klent.server.positions` has no per-game code, so these tests run the same checks over every game
 of the registry, then the notations each game reads (Go: SGF and komi; the FEN games: FEN).
 """
 
@@ -11,10 +11,10 @@ import warnings
 
 import pytest
 
-import engine.games as games
-from engine.games.base import FenGame
-from server.positions import PositionError, describe, parse_position
-from server.schemas import PositionRequest
+import klent.engine.games as games
+from klent.engine.games.base import FenGame
+from klent.server.positions import PositionError, describe, parse_position
+from klent.server.schemas import PositionRequest
 
 with warnings.catch_warnings():  # starlette's note about httpx2 is not ours to act on
     warnings.simplefilter("ignore")
@@ -104,7 +104,7 @@ def test_results_and_boards_in_each_games_notation() -> None:
 
 def test_http_refuses_an_sgf_komi_beyond_the_json_limit(untrained_model, tmp_path) -> None:
     """#24: KM[1e308] was accepted over HTTP although a JSON komi is limited to +-150."""
-    from server.app import ServerConfig, create_app
+    from klent.server.app import ServerConfig, create_app
 
     shutil.copy(untrained_model("go9"), tmp_path / "go9.onnx")
     with TestClient(create_app(ServerConfig(models_dir=tmp_path))) as client:

@@ -28,12 +28,12 @@ with warnings.catch_warnings():  # starlette's note about httpx2 is not ours to 
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-import engine.games
-from benchmarks.server import running_server
-from engine.network import Evaluation
+import klent.engine.games
+from klent.bench.server import running_server
 from klent.cli import main as klent_main
-from server.app import ServerConfig, api_keys_from_env, create_app
-from server.batching import BatchingEvaluator
+from klent.engine.network import Evaluation
+from klent.server.app import ServerConfig, api_keys_from_env, create_app
+from klent.server.batching import BatchingEvaluator
 
 GO_EMPTY_LEGAL = 82  # 81 points + pass
 
@@ -354,7 +354,7 @@ def _concurrent_evaluations(batcher: BatchingEvaluator, count: int) -> list[tupl
 
 
 def test_batching_merges_concurrent_calls_and_returns_each_callers_rows():
-    inner = SlowEvaluator(engine.games.get("chess"))
+    inner = SlowEvaluator(klent.engine.games.get("chess"))
     observed: list[int] = []
     batcher = BatchingEvaluator(inner, max_batch=8, max_wait=0.05, observer=lambda n, s: observed.append(n))
     try:
@@ -367,8 +367,8 @@ def test_batching_merges_concurrent_calls_and_returns_each_callers_rows():
 
 
 def test_a_lone_client_does_not_wait_for_a_batch():
-    batcher = BatchingEvaluator(SlowEvaluator(engine.games.get("chess"), delay=0.0), max_wait=1.0)
-    state = engine.games.get("chess").initial_state()
+    batcher = BatchingEvaluator(SlowEvaluator(klent.engine.games.get("chess"), delay=0.0), max_wait=1.0)
+    state = klent.engine.games.get("chess").initial_state()
     try:
         with batcher.client():
             start = time.perf_counter()
@@ -380,7 +380,7 @@ def test_a_lone_client_does_not_wait_for_a_batch():
 
 
 def test_max_batch_one_evaluates_one_call_at_a_time():
-    inner = SlowEvaluator(engine.games.get("chess"), delay=0.001)
+    inner = SlowEvaluator(klent.engine.games.get("chess"), delay=0.001)
     batcher = BatchingEvaluator(inner, max_batch=1, max_wait=0.05)
     try:
         pairs = _concurrent_evaluations(batcher, 6)
@@ -390,9 +390,9 @@ def test_max_batch_one_evaluates_one_call_at_a_time():
 
 
 def test_batching_hands_a_network_error_to_every_caller_and_goes_on():
-    inner = SlowEvaluator(engine.games.get("chess"), fail=True)
+    inner = SlowEvaluator(klent.engine.games.get("chess"), fail=True)
     batcher = BatchingEvaluator(inner, max_batch=8, max_wait=0.01)
-    state = engine.games.get("chess").initial_state()
+    state = klent.engine.games.get("chess").initial_state()
     try:
         with pytest.raises(RuntimeError, match="exploded"):
             batcher.evaluate([state])
@@ -574,11 +574,11 @@ def passing_models_dir(tmp_path_factory) -> Path:
     on the board."""
     import torch
 
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     torch.manual_seed(0)
-    game = engine.games.get("go9")
+    game = klent.engine.games.get("go9")
     model = build_net(game, NetConfig(blocks=1, channels=8)).eval()
     with torch.no_grad():
         model.policy_head.fc.bias[game.pass_action] += 100.0
@@ -589,7 +589,7 @@ def passing_models_dir(tmp_path_factory) -> Path:
 
 
 def test_a_go_move_over_http_does_not_pass_while_losing_on_the_board(passing_models_dir):
-    """The Player applies Go's move rules (engine/go_rules.py) to HTTP moves as to GTP's: White,
+    """The Player applies Go's move rules (klent/engine/go_rules.py) to HTTP moves as to GTP's: White,
     behind after Black's E5, attacks the stone instead of passing as its network wants."""
     with make_client(passing_models_dir) as passing:
         for mode in ("reactive", "search"):
@@ -606,7 +606,7 @@ def test_td_and_dyna2_moves_over_http(models_dir, untrained_model, tmp_path):
     """Modes "td" and "dyna2" answer legal moves with their simulated games; Dyna-2 reads the
     permanent weights beside the models; a game other than Go, or a server without those
     weights, gets a one-line 422."""
-    from engine.search.td import ShapeWeights
+    from klent.engine.search.td import ShapeWeights
 
     with make_client(models_dir) as client:
         reply = client.post("/v1/go9/move", json={"mode": "td", "simulations": 20, "moves": ["E5"],
@@ -633,7 +633,7 @@ def test_td_and_dyna2_moves_over_http(models_dir, untrained_model, tmp_path):
 
 def test_a_td_search_stops_when_asked(models_dir):
     """The stop flag the server sets when a client goes away ends a TD search within a game."""
-    from server.schemas import MoveRequest
+    from klent.server.schemas import MoveRequest
 
     with make_client(models_dir, max_simulations=10_000_000) as client:
         service = client.app.state.service
@@ -662,7 +662,7 @@ def test_an_abandoned_td_search_is_called_off(live_server):
 def test_bench_server_search_mode_runs_quickly(untrained_model, capsys):
     """`klent bench server --mode search`: both servers answer every search (exit 0 = no
     errors) and the report names the mode and the speed-up against its target."""
-    from benchmarks.server import main as bench_server
+    from klent.bench.server import main as bench_server
 
     arguments = ["--mode", "search", "--simulations", "4", "--clients", "2", "--duration", "0.5"]
     assert bench_server([*arguments, "--model", untrained_model("go9")]) == 0

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from benchmarks.server import running_server
+from klent.bench.server import running_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

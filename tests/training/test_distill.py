@@ -1,4 +1,4 @@
-"""Teacher labelling (training.teacher) and distillation (training.distill) with real Stockfish."""
+"""Teacher labelling (klent.training.teacher) and distillation (klent.training.distill) with real Stockfish."""
 
 from __future__ import annotations
 
@@ -18,15 +18,23 @@ import numpy as np
 import pytest
 import torch
 
-import engine.games
-from training import teacher
-from training.config import EvalConfig, OptimConfig, load_config
-from training.distill import Distill, DistillConfig, LabelledSet, batches, distill_loss, to_samples, validation_metrics
-from training.nets import NetConfig, build_net
-from training.selfplay import SelfPlayConfig
-from training.trainer import Trainer
+import klent.engine.games
+from klent.training import teacher
+from klent.training.config import EvalConfig, OptimConfig, load_config
+from klent.training.distill import (
+    Distill,
+    DistillConfig,
+    LabelledSet,
+    batches,
+    distill_loss,
+    to_samples,
+    validation_metrics,
+)
+from klent.training.nets import NetConfig, build_net
+from klent.training.selfplay import SelfPlayConfig
+from klent.training.trainer import Trainer
 
-CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "klent" / "training" / "configs"
 
 
 def small_config(stockfish: str, **changes) -> teacher.LabelConfig:
@@ -113,7 +121,7 @@ def test_sigkill_during_labelling_then_resume_loses_and_repeats_nothing(tmp_path
     whole = tmp_path / "whole"
     teacher.label(config, whole, jobs=1)
     killed = tmp_path / "killed"
-    script = (f"from training import teacher; import sys\n"
+    script = (f"from klent.training import teacher; import sys\n"
               f"teacher.label(teacher.LabelConfig(**{dataclasses.asdict(config)!r}), sys.argv[1], jobs=2)\n")
     process = subprocess.Popen([sys.executable, "-c", script, str(killed)], start_new_session=True)
     deadline = time.monotonic() + 120
@@ -198,7 +206,7 @@ def test_a_set_made_before_a_setting_existed_resumes(tmp_path: Path, stockfish_p
 
 
 def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: Path) -> None:
-    game = engine.games.get("chess")
+    game = klent.engine.games.get("chess")
     data = LabelledSet.load(labelled, game, progress=False)
     manifest = teacher.Manifest.read(labelled)
     assert len(data) == manifest.positions and data.validation.sum() == manifest.validation_positions
@@ -218,7 +226,7 @@ def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: P
 
 
 def test_several_labelled_sets_are_fitted_as_one_each_keeping_its_split(labelled: Path) -> None:
-    game = engine.games.get("chess")
+    game = klent.engine.games.get("chess")
     one = LabelledSet.load(labelled, game, progress=False)
     both = Distill.load(DistillConfig(data=f"{labelled}, {labelled}"), game, 0, 0, 1, progress=False).labelled
     size = len(one)
@@ -237,7 +245,7 @@ def test_several_labelled_sets_are_fitted_as_one_each_keeping_its_split(labelled
 def test_a_model_distilled_on_centipawns_says_so_and_scales_are_not_mixed(
     labelled: Path, tmp_path: Path, stockfish_path: str
 ) -> None:
-    game = engine.games.get("chess")
+    game = klent.engine.games.get("chess")
     teacher.label(small_config(stockfish_path, positions=40, value="cp"), tmp_path / "cp")
     on_centipawns = Distill.load(DistillConfig(data=str(tmp_path / "cp")), game, 0, 0, 1, progress=False)
     assert on_centipawns.provenance()["value_scale"] == "centipawns"
@@ -248,7 +256,7 @@ def test_a_model_distilled_on_centipawns_says_so_and_scales_are_not_mixed(
 
 
 def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_untrained_net(labelled: Path) -> None:
-    game = engine.games.get("chess")
+    game = klent.engine.games.get("chess")
     data = LabelledSet.load(labelled, game, progress=False)
     torch.manual_seed(0)
     model = build_net(game, NetConfig(blocks=1, channels=16))
@@ -266,7 +274,7 @@ def test_distillation_lowers_the_loss_and_agrees_with_the_teacher_more_than_an_u
 
     loss_before = validation_loss()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    from training.fitting import fit
+    from klent.training.fitting import fit
 
     for iteration in range(5):  # about one epoch: 1,500 positions overfit after that
         samples = to_samples(data, batches(data, 256, 0, iteration), game.num_actions, 0.05)
@@ -339,7 +347,7 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
                                  validation_every=2)
     manifest = teacher.label(config, tmp_path / "go", jobs=2)
     assert manifest.positions >= 40 and manifest.teacher_name == "GNU Go"
-    game = engine.games.get("go9")
+    game = klent.engine.games.get("go9")
     for path in teacher.shard_paths(tmp_path / "go"):
         shard = teacher.read_shard(path)
         assert set(np.unique(shard["ownership"])) <= {-1, 0, 1}
@@ -408,13 +416,13 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
     ("info depth 9 score cp 400 upperbound nodes 99 pv a2a3", 2 / (1 + math.exp(-0.00368208 * 400)) - 1),  # no WDL
 ])
 def test_a_raw_info_line_is_valued_as_python_chess_reads_it(line: str, value: float) -> None:
-    from protocols.uci_value import line_value
+    from klent.protocols.uci_value import line_value
 
     assert line_value(line.split()) == pytest.approx(value, abs=1e-12)
 
 
 def test_the_centipawn_scale_ignores_the_wdl_and_keeps_mates_at_one() -> None:
-    from protocols.uci_value import line_value
+    from klent.protocols.uci_value import line_value
 
     line = "info depth 6 multipv 2 score cp -35 wdl 20 900 80 nodes 1234 pv e7e5 g1f3".split()
     assert line_value(line, use_wdl=False) == pytest.approx(2 / (1 + math.exp(0.00368208 * 35)) - 1, abs=1e-12)
@@ -425,7 +433,7 @@ def test_the_centipawn_scale_ignores_the_wdl_and_keeps_mates_at_one() -> None:
 
 
 def test_the_policy_target_moves_its_best_weight_onto_the_first_of_equal_values() -> None:
-    from training.distill import teacher_policy
+    from klent.training.distill import teacher_policy
 
     values = np.array([0.9, 0.2, 0.9, 0.95], dtype=np.float32)  # index 3 is the best
     soft = teacher_policy(values, 0.05)
@@ -440,8 +448,8 @@ def test_the_policy_target_moves_its_best_weight_onto_the_first_of_equal_values(
 def test_the_training_benchmark_times_a_distillation_run_against_its_training_step(
     labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from benchmarks.training import distill_throughput, main
-    from training.config import config_to_toml
+    from klent.bench.training import distill_throughput, main
+    from klent.training.config import config_to_toml
 
     base = load_config(CONFIGS / "chess_distill_cpu.toml")
     config = dataclasses.replace(
@@ -449,7 +457,7 @@ def test_the_training_benchmark_times_a_distillation_run_against_its_training_st
         distill=dataclasses.replace(base.distill, data=str(labelled), positions=128), optim=OptimConfig(batch_size=64),
     )
     measured = distill_throughput(config, iterations=2, threads=1)
-    assert measured["positions"] == len(LabelledSet.load(labelled, engine.games.get("chess"), progress=False))
+    assert measured["positions"] == len(LabelledSet.load(labelled, klent.engine.games.get("chess"), progress=False))
     # an iteration is its samples, its fitting, the checkpoint and half an export (one every 2)
     assert measured["seconds_per_iteration"] > measured["collect_seconds"] + measured["fit_seconds"] > 0
     assert measured["seconds_per_iteration"] > measured["export_seconds"] / 2

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
-from training.config import EvalConfig, config_to_toml, load_config
-from training.metrics import read_metrics
-from training.nets import load_checkpoint
-from training.selfplay import SelfPlayConfig
+from klent.training.config import EvalConfig, config_to_toml, load_config
+from klent.training.metrics import read_metrics
+from klent.training.nets import load_checkpoint
+from klent.training.selfplay import SelfPlayConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_gloo_processes_keep_identical_weights_and_the_policy_loss_falls(tmp_path: Path) -> None:
-    config = load_config(ROOT / "training" / "configs" / "countup_cpu.toml")
+    config = load_config(ROOT / "klent" / "training" / "configs" / "countup_cpu.toml")
     config = dataclasses.replace(
         config,
         selfplay=SelfPlayConfig(games=64, steps=8, evaluator="torch"),

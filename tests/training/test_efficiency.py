@@ -1,5 +1,5 @@
 """The efficiency-curve harness of issue #20 (the KLENT paper's figure 5): the anchor evaluation
-during training (training/anchor.py, [eval] anchor*) against the real Fairy-Stockfish, its rows
+during training (klent/training/anchor.py, [eval] anchor*) against the real Fairy-Stockfish, its rows
 through a resume, `klent plot --efficiency` and its reach table, the four efficiency configs,
 and the one-line errors of a bad anchor."""
 
@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from klent.cli import main as klent_main
-from klent.commands.plot import reach_point
-from matchplay.match import go_limits
-from training.config import EvalConfig, TrainConfig, config_to_toml, load_config
-from training.metrics import read_metrics
-from training.selfplay import SelfPlayConfig
-from training.trainer import Trainer
+from klent.cli.plot import reach_point
+from klent.matchplay.match import go_limits
+from klent.training.config import EvalConfig, TrainConfig, config_to_toml, load_config
+from klent.training.metrics import read_metrics
+from klent.training.selfplay import SelfPlayConfig
+from klent.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ROOT / "training" / "configs"
+CONFIGS = ROOT / "klent" / "training" / "configs"
 ANCHOR_KEYS = ("anchor_games", "anchor_wins", "anchor_draws", "anchor_losses", "anchor_score",
                "anchor_score_low", "anchor_score_high")
 

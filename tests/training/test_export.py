@@ -1,4 +1,4 @@
-"""Torch -> ONNX export (training/export.py, `klent export`): parity, batch axis, metadata."""
+"""Torch -> ONNX export (klent/training/export.py, `klent export`): parity, batch axis, metadata."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import onnx
 import pytest
 import torch
 
-import engine.games as games
-from engine.games.base import Game, State
-from engine.network import MASKED_LOGIT, OnnxEvaluator
+import klent.engine.games as games
 from klent.cli import main as klent_main
-from training.export import export_onnx
-from training.nets import KlentNet, NetConfig, build_net, save_checkpoint
-from training.torch_evaluator import TorchEvaluator
+from klent.engine.games.base import Game, State
+from klent.engine.network import MASKED_LOGIT, OnnxEvaluator
+from klent.training.export import export_onnx
+from klent.training.nets import KlentNet, NetConfig, build_net, save_checkpoint
+from klent.training.torch_evaluator import TorchEvaluator
 
 TOLERANCE = 1e-4
 

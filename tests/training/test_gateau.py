@@ -1,4 +1,4 @@
-"""AlphaGateau (training/gateau.py): the move graph against the games' action encodings, the
+"""AlphaGateau (klent/training/gateau.py): the move graph against the games' action encodings, the
 features it reads off a position, ONNX parity on both boards, one set of weights for 5x5 and
 8x8, and KLENT training through the trainer."""
 
@@ -13,17 +13,17 @@ import pytest
 import torch
 from test_export import TOLERANCE, assert_same_evaluation, random_positions, trained_looking_net
 
-import engine.games as games
-from engine.games import chess_kernels
-from engine.games.base import Game, IllegalMoveError, State
-from engine.network import OnnxEvaluator
+import klent.engine.games as games
 from klent.cli import main as klent_main
-from training import klent
-from training.checkpoint import initial_weights
-from training.config import EvalConfig, OptimConfig, load_config
-from training.export import export_onnx
-from training.fitting import fit
-from training.gateau import (
+from klent.engine.games import chess_kernels
+from klent.engine.games.base import Game, IllegalMoveError, State
+from klent.engine.network import OnnxEvaluator
+from klent.training import klent_rl
+from klent.training.checkpoint import initial_weights
+from klent.training.config import EvalConfig, OptimConfig, load_config
+from klent.training.export import export_onnx
+from klent.training.fitting import fit
+from klent.training.gateau import (
     BOARDS,
     EDGE_FEATURES,
     NODE_FEATURES,
@@ -35,12 +35,12 @@ from training.gateau import (
     GateauNet,
     move_graph,
 )
-from training.nets import NetConfig, build_net, count_parameters, load_checkpoint, save_checkpoint
-from training.selfplay import GameSlots, SelfPlayConfig
-from training.torch_evaluator import TorchEvaluator
-from training.trainer import Trainer
+from klent.training.nets import NetConfig, build_net, count_parameters, load_checkpoint, save_checkpoint
+from klent.training.selfplay import GameSlots, SelfPlayConfig
+from klent.training.torch_evaluator import TorchEvaluator
+from klent.training.trainer import Trainer
 
-CONFIGS = Path(__file__).resolve().parents[2] / "training" / "configs"
+CONFIGS = Path(__file__).resolve().parents[2] / "klent" / "training" / "configs"
 TINY = NetConfig(architecture="gateau", blocks=1, channels=16)
 EDGES = {"gardner": 455, "chess": 1858}  # the paper's counts (section 4.2)
 UNDER_LETTERS = "nbr"
@@ -289,13 +289,13 @@ def test_klent_fitting_lowers_the_loss_and_the_trainer_runs_gateau(tmp_path: Pat
     game = games.get("gardner")
     torch.manual_seed(0)
     model = build_net(game, TINY)
-    samples = klent.collect(GameSlots(game, 16, np.random.default_rng(0), None),
-                            TorchEvaluator(model, game, "cpu"), klent.PRESETS["klent"], steps=8)
+    samples = klent_rl.collect(GameSlots(game, 16, np.random.default_rng(0), None),
+                            TorchEvaluator(model, game, "cpu"), klent_rl.PRESETS["klent"], steps=8)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     device = torch.device("cpu")
-    first = fit(model, optimizer, samples, klent.batch_loss, 32, 1, device)
-    fit(model, optimizer, samples, klent.batch_loss, 32, 6, device)
-    last = fit(model, optimizer, samples, klent.batch_loss, 32, 1, device)
+    first = fit(model, optimizer, samples, klent_rl.batch_loss, 32, 1, device)
+    fit(model, optimizer, samples, klent_rl.batch_loss, 32, 6, device)
+    last = fit(model, optimizer, samples, klent_rl.batch_loss, 32, 1, device)
     # The policy loss is a cross-entropy: only its part above the targets' entropy can go.
     target = samples.policy
     entropy = float(-(target * np.log(np.where(target > 0, target, 1.0))).sum(axis=1).mean())

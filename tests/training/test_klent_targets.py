@@ -1,4 +1,4 @@
-"""KLENT's targets and loss (training/klent.py), and its convergence on count-up (appendix L)."""
+"""KLENT's targets and loss (klent/training/klent_rl.py), and its convergence on count-up (appendix L)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import pytest
 import torch
 from torch import nn
 
-import engine.games as games
-from engine.games.countup import CountUpGame, CountUpState
-from engine.network import MASKED_LOGIT, softmax
-from training import klent
-from training.fitting import fit
-from training.nets import NetOutputs
-from training.selfplay import GameSlots
-from training.torch_evaluator import TorchEvaluator
+import klent.engine.games as games
+from klent.engine.games.countup import CountUpGame, CountUpState
+from klent.engine.network import MASKED_LOGIT, softmax
+from klent.training import klent_rl
+from klent.training.fitting import fit
+from klent.training.nets import NetOutputs
+from klent.training.selfplay import GameSlots
+from klent.training.torch_evaluator import TorchEvaluator
 
 # ---------------------------------------------------------------------------------------------
 # Improved policy
@@ -44,13 +44,13 @@ def simplex_grid(step: float) -> np.ndarray:
 )
 def test_improved_policy_maximises_the_regularised_objective(alpha: float, beta: float) -> None:
     rng = np.random.default_rng(7)
-    config = klent.KlentConfig(alpha=alpha, beta=beta)
+    config = klent_rl.KlentConfig(alpha=alpha, beta=beta)
     for _ in range(3):
         # Three legal actions and one illegal one (masked logit, arbitrary Q).
         logits = np.append(rng.normal(size=3) * 2, MASKED_LOGIT)
         q = np.append(rng.uniform(-1, 1, size=3) * 0.2, 0.9)
         mask = np.array([True, True, True, False])
-        closed = klent.improved_policy(logits[None], q[None], mask[None], config)[0]
+        closed = klent_rl.improved_policy(logits[None], q[None], mask[None], config)[0]
         assert closed[3] == 0.0 and closed.sum() == pytest.approx(1.0)
         grid = simplex_grid(0.002)
         prior = softmax(logits[:3].astype(np.float64))
@@ -66,16 +66,16 @@ def test_improved_policy_special_cases_and_extremes() -> None:
     logits = np.array([[3.0, -1.0, 0.0]])
     mask = np.ones((1, 3), dtype=bool)
     # beta = 0 (ent-only): softmax(Q / alpha), the network's policy is ignored.
-    ent_only = klent.improved_policy(logits, q, mask, klent.PRESETS["ent-only"])
+    ent_only = klent_rl.improved_policy(logits, q, mask, klent_rl.PRESETS["ent-only"])
     np.testing.assert_allclose(ent_only, softmax(q / 0.03), rtol=1e-9)
     # Default: softmax((Q + beta log pi) / (alpha + beta)).
     log_pi = np.log(softmax(logits))
     expected = softmax((q + 0.1 * log_pi) / 0.13)
-    np.testing.assert_allclose(klent.improved_policy(logits, q, mask, klent.KlentConfig()), expected)
+    np.testing.assert_allclose(klent_rl.improved_policy(logits, q, mask, klent_rl.KlentConfig()), expected)
     # Tiny priors (log pi ~ -1e4) and a masked action neither overflow nor give NaN.
     logits = np.array([[0.0, -1e4, MASKED_LOGIT]], dtype=np.float32)
     mask = np.array([[True, True, False]])
-    p = klent.improved_policy(logits, np.array([[-1.0, 1.0, 0.0]]), mask, klent.KlentConfig())
+    p = klent_rl.improved_policy(logits, np.array([[-1.0, 1.0, 0.0]]), mask, klent_rl.KlentConfig())
     assert np.isfinite(p).all() and p[0, 2] == 0.0 and p.sum() == pytest.approx(1.0)
     assert p[0, 0] > 0.999  # the prior's 1e4 nats outweigh a Q advantage of 2
 
@@ -83,11 +83,11 @@ def test_improved_policy_special_cases_and_extremes() -> None:
 def test_state_value_entropy_and_kl() -> None:
     p = np.array([[0.25, 0.75, 0.0]])
     q = np.array([[1.0, -1.0, 0.7]])
-    assert klent.state_value(p, q)[0] == pytest.approx(-0.5)
-    assert klent.entropy(p)[0] == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
+    assert klent_rl.state_value(p, q)[0] == pytest.approx(-0.5)
+    assert klent_rl.entropy(p)[0] == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))
     log_q = np.log(np.array([[0.5, 0.5, 1e-300]]))
     expected = 0.25 * math.log(0.25 / 0.5) + 0.75 * math.log(0.75 / 0.5)
-    assert klent.kl_divergence(p, log_q)[0] == pytest.approx(expected)
+    assert klent_rl.kl_divergence(p, log_q)[0] == pytest.approx(expected)
 
 
 def test_ablation_presets_are_table_2() -> None:
@@ -99,9 +99,9 @@ def test_ablation_presets_are_table_2() -> None:
         "one-step": (0.03, 0.1, 0.0),
         "monte-carlo": (0.03, 0.1, 1.0),
     }
-    assert {k: (c.alpha, c.beta, c.lam) for k, c in klent.PRESETS.items()} == table
+    assert {k: (c.alpha, c.beta, c.lam) for k, c in klent_rl.PRESETS.items()} == table
     with pytest.raises(ValueError):
-        klent.KlentConfig(alpha=0.0, beta=0.0)
+        klent_rl.KlentConfig(alpha=0.0, beta=0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_lambda_returns_of_a_finished_game() -> None:
     """Three moves, the third wins: the sign flips at every move, the end is not bootstrapped."""
     lam = 0.5
     v0, v1, v2 = 0.2, -0.4, 0.6
-    returns = klent.lambda_returns(
+    returns = klent_rl.lambda_returns(
         rewards=column([0, 0, 1]),
         values=column([v0, v1, v2, 0.9]),  # 0.9: the next game's first state, never used
         terminal=flags([0, 0, 1]),
@@ -146,7 +146,7 @@ def test_lambda_returns_bootstrap_at_window_end_and_at_truncation() -> None:
     terminal = np.array([[0, 0], [0, 0], [0, 1], [0, 0]], dtype=bool)
     truncated = np.array([[0, 0], [0, 1], [0, 0], [0, 0]], dtype=bool)
     cut_values = np.array([[0, 0], [0, -0.3], [0, 0], [0, 0]], dtype=np.float64)
-    g = klent.lambda_returns(rewards, values, terminal, truncated, cut_values, lam)
+    g = klent_rl.lambda_returns(rewards, values, terminal, truncated, cut_values, lam)
 
     end = -0.5
     g3 = -end  # one step before the window end: -( (1-lam) v_T + lam v_T )
@@ -165,7 +165,7 @@ def test_lambda_returns_bootstrap_at_window_end_and_at_truncation() -> None:
 @pytest.mark.parametrize("lam", [0.0, 1.0])
 def test_one_step_and_monte_carlo_limits(lam: float) -> None:
     values = column([0.1, -0.2, 0.3, 0.0])
-    g = klent.lambda_returns(
+    g = klent_rl.lambda_returns(
         column([0, 0, -1]), values, flags([0, 0, 1]), flags([0, 0, 0]), column([0, 0, 0]), lam
     )[:, 0]
     if lam == 0.0:  # one-step TD: G_t = r_t - v_{t+1}
@@ -186,7 +186,7 @@ def test_loss_is_cross_entropy_plus_squared_error() -> None:
     actions = torch.tensor([1, 2])
     target = torch.tensor([[0.3, 0.7, 0.0], [0.2, 0.3, 0.5]])
     returns = torch.tensor([0.5, -1.0])
-    loss, parts = klent.klent_loss(logits, q, mask, actions, target, returns)
+    loss, parts = klent_rl.klent_loss(logits, q, mask, actions, target, returns)
 
     log_p0 = torch.log_softmax(torch.tensor([1.0, 2.0]), 0)
     ce0 = -(0.3 * log_p0[0] + 0.7 * log_p0[1])
@@ -250,7 +250,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def train_countup(config: klent.KlentConfig, iterations: int, seed: int = 0) -> np.ndarray:
+def train_countup(config: klent_rl.KlentConfig, iterations: int, seed: int = 0) -> np.ndarray:
     """KLENT self-play + fitting on count-up; the learned pi_theta(a | counter) for 0..6."""
     torch.manual_seed(seed)
     game = games.get("countup")
@@ -259,20 +259,20 @@ def train_countup(config: klent.KlentConfig, iterations: int, seed: int = 0) -> 
     evaluator = TorchEvaluator(model, game, "cpu")
     slots = GameSlots(game, 128, np.random.default_rng(seed), archive=None)
     for _ in range(iterations):
-        samples = klent.collect(slots, evaluator, config, steps=8)
-        fit(model, optimizer, samples, klent.batch_loss, 256, 1, torch.device("cpu"))
+        samples = klent_rl.collect(slots, evaluator, config, steps=8)
+        fit(model, optimizer, samples, klent_rl.batch_loss, 256, 1, torch.device("cpu"))
     states = [CountUpState(game, count, count % 2) for count in range(game.target)]
     return softmax(evaluator.evaluate(states).policy_logits.astype(np.float64))
 
 
 def test_countup_converges_to_the_quantal_response_equilibrium(one_thread: None) -> None:
-    learned = train_countup(klent.KlentConfig(alpha=1.0), iterations=300)
+    learned = train_countup(klent_rl.KlentConfig(alpha=1.0), iterations=300)
     qre, _ = quantal_response_equilibrium(games.get("countup"), alpha=1.0)
     assert np.abs(learned - qre).max() <= 0.05, np.round(np.c_[learned, qre], 3)
 
 
 def test_countup_default_alpha_plays_the_optimal_strategy_of_table_10(one_thread: None) -> None:
-    learned = train_countup(klent.KlentConfig(), iterations=150, seed=1)
+    learned = train_countup(klent_rl.KlentConfig(), iterations=150, seed=1)
     # Win from 0 with +1, from 2 with +2, from 3 with +1, from 5 with +2 (actions: +1 -> 0).
     for count, best in {0: 0, 2: 1, 3: 0, 5: 1}.items():
         assert learned[count].argmax() == best, np.round(learned, 3)

@@ -1,4 +1,4 @@
-"""The KLENT network family (training/nets.py), its checkpoints and the torch evaluator."""
+"""The KLENT network family (klent/training/nets.py), its checkpoints and the torch evaluator."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-import engine.games as games
-from engine.games.countup import CountUpGame
-from engine.network import MASKED_LOGIT, ModelMismatchError
-from training.nets import (
+import klent.engine.games as games
+from klent.engine.games.countup import CountUpGame
+from klent.engine.network import MASKED_LOGIT, ModelMismatchError
+from klent.training.nets import (
     CheckpointError,
     NetConfig,
     build_net,
@@ -20,7 +20,7 @@ from training.nets import (
     load_checkpoint,
     save_checkpoint,
 )
-from training.torch_evaluator import TorchEvaluator
+from klent.training.torch_evaluator import TorchEvaluator
 
 
 class ShapeOnlyGame:
@@ -211,8 +211,8 @@ def test_torch_evaluator_refuses_a_network_of_another_shape() -> None:
 
 
 def test_convolutional_heads_score_each_move_at_its_from_square_and_export(tmp_path: Path) -> None:
-    from engine.network import OnnxEvaluator
-    from training.export import export_onnx
+    from klent.engine.network import OnnxEvaluator
+    from klent.training.export import export_onnx
 
     game = games.get("chess")
     torch.manual_seed(0)

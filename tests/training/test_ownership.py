@@ -1,4 +1,4 @@
-"""Go's ownership and score targets (training/ownership.py), from self-play and in the loss."""
+"""Go's ownership and score targets (klent/training/ownership.py), from self-play and in the loss."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from engine.games.go import GoGame
-from engine.network import Evaluation, apply_legal_mask
-from training import klent
-from training.archive import StartArchive
-from training.fitting import symmetry_image
-from training.nets import NetConfig, NetOutputs, build_net
-from training.ownership import auxiliary_loss, final_targets
-from training.selfplay import GameSlots
+from klent.engine.games.go import GoGame
+from klent.engine.network import Evaluation, apply_legal_mask
+from klent.training import klent_rl
+from klent.training.archive import StartArchive
+from klent.training.fitting import symmetry_image
+from klent.training.nets import NetConfig, NetOutputs, build_net
+from klent.training.ownership import auxiliary_loss, final_targets
+from klent.training.selfplay import GameSlots
 
 B, W, E = 1, -1, 0
 
@@ -93,7 +93,7 @@ def test_self_play_samples_get_their_finished_games_final_ownership_and_score() 
     archive = FixedStart(capacity=1, initial_prob=0.0)
     StartArchive.add(archive, state.moves(), len(state.moves()) - 2)
     slots = GameSlots(game, 3, np.random.default_rng(0), archive)
-    samples = klent.collect(slots, PassingEvaluator(game), klent.KlentConfig(), steps=5, ownership_targets=True)
+    samples = klent_rl.collect(slots, PassingEvaluator(game), klent_rl.KlentConfig(), steps=5, ownership_targets=True)
     assert samples.ownership is not None and samples.score is not None
     ownership = samples.ownership.reshape(5, 3, 25)
     score = samples.score.reshape(5, 3)
@@ -108,8 +108,8 @@ def test_self_play_samples_get_their_finished_games_final_ownership_and_score() 
         for slot in range(3):
             np.testing.assert_array_equal(ownership[step, slot], sign * black)
             assert score[step, slot] == sign * state.score()
-    plain = klent.collect(GameSlots(game, 2, np.random.default_rng(0), None), PassingEvaluator(game),
-                          klent.KlentConfig(), steps=2)
+    plain = klent_rl.collect(GameSlots(game, 2, np.random.default_rng(0), None), PassingEvaluator(game),
+                          klent_rl.KlentConfig(), steps=2)
     assert plain.ownership is None and plain.score is None
 
 
@@ -166,8 +166,8 @@ def test_net_outputs_convert_to_float32() -> None:
 def test_validation_scores_the_ownership_and_score_predictions() -> None:
     """A model that predicts the true owner of every point but one per position, and a score
     two points off, scores (owned points - 1 per position) / owned points and 2.0."""
-    from training.distill import LabelledSet, validation_metrics
-    from training.packed import PackedPlanes
+    from klent.training.distill import LabelledSet, validation_metrics
+    from klent.training.packed import PackedPlanes
 
     game, state = final_state()
     owner = np.array(OWNER_BY_HAND, dtype=np.int8).ravel()

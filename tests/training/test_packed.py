@@ -1,15 +1,15 @@
-"""PackedPlanes (training.packed): observations kept as bits give back what was put in."""
+"""PackedPlanes (klent.training.packed): observations kept as bits give back what was put in."""
 
 from __future__ import annotations
 
 import numpy as np
 
-import engine.games
-from training.packed import PackedPlanes
+import klent.engine.games
+from klent.training.packed import PackedPlanes
 
 
 def _random_walk(name: str, plies: int, seed: int) -> list[np.ndarray]:
-    game = engine.games.get(name)
+    game = klent.engine.games.get(name)
     rng = np.random.default_rng(seed)
     state, observations = game.initial_state(), []
     for _ in range(plies):

@@ -1,4 +1,4 @@
-"""int8 quantization (training/quantize.py, `klent quantize`, `klent export --quantize`) and
+"""int8 quantization (klent/training/quantize.py, `klent quantize`, `klent export --quantize`) and
 `klent bench search --compare`."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from benchmarks.search import main as bench_search
-from engine.network import ModelFormatError, OnnxEvaluator, model_at_precision, precision_path, read_model_info
-from engine.player import DEFAULT_WEIGHTS_DIR
+from klent.bench.search import main as bench_search
 from klent.cli import main as klent_main
-from protocols.uci import UciEngine
-from server.models import ModelRegistry
-from training.quantize import (
+from klent.engine.network import ModelFormatError, OnnxEvaluator, model_at_precision, precision_path, read_model_info
+from klent.engine.player import DEFAULT_WEIGHTS_DIR
+from klent.protocols.uci import UciEngine
+from klent.server.models import ModelRegistry
+from klent.training.quantize import (
     SCHEME,
     batch_norms_as_convolutions,
     measure_parity,
@@ -64,9 +64,9 @@ def test_the_shipped_go_layout_quantizes(tmp_path: Path) -> None:
     inference with a TypeError), ownership and score heads: the layout of weights/go9.onnx."""
     import torch
 
-    import engine.games as games
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    import klent.engine.games as games
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     torch.manual_seed(0)
     game = games.get("go9").with_encoder(2)
@@ -233,14 +233,14 @@ def test_serve_precision_int8_plays_the_siblings(with_sibling: Path, untrained_m
 def test_gtp_precision_int8_plays_the_sibling(with_sibling: Path, monkeypatch, capsys) -> None:
     chosen: list[Path | None] = []
 
-    class Engine:  # stands in for protocols.gtp.GtpEngine: records the model it would load
+    class Engine:  # stands in for klent.protocols.gtp.GtpEngine: records the model it would load
         def __init__(self, config, out) -> None:
             chosen.append(config.model)
 
         def run(self, stream) -> int:
             return 0
 
-    monkeypatch.setattr("protocols.gtp.GtpEngine", Engine)
+    monkeypatch.setattr("klent.protocols.gtp.GtpEngine", Engine)
     assert klent_main(["gtp", "--weights-dir", str(with_sibling), "--precision", "int8"]) == 0
     assert klent_main(["gtp", "--model", str(with_sibling / "go9.onnx"), "--precision", "int8"]) == 0
     assert klent_main(["gtp", "--weights-dir", str(with_sibling)]) == 0

@@ -1,4 +1,4 @@
-"""Vectorised self-play (training/selfplay.py), the start archive and the Gumbel AZ collector."""
+"""Vectorised self-play (klent/training/selfplay.py), the start archive and the Gumbel AZ collector."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-import engine.games as games
-from engine.games.base import State
-from engine.games.countup import CountUpGame, CountUpState
-from engine.network import Evaluation, apply_legal_mask
-from training import gumbel_az, klent
-from training.archive import StartArchive, replay
-from training.metrics import match_score, play_games, random_agent
-from training.selfplay import GameSlots, sample_actions
+import klent.engine.games as games
+from klent.engine.games.base import State
+from klent.engine.games.countup import CountUpGame, CountUpState
+from klent.engine.network import Evaluation, apply_legal_mask
+from klent.training import gumbel_az, klent_rl
+from klent.training.archive import StartArchive, replay
+from klent.training.metrics import match_score, play_games, random_agent
+from klent.training.selfplay import GameSlots, sample_actions
 
 
 class ConstantEvaluator:
@@ -125,22 +125,22 @@ def test_resignation_state_survives_a_checkpoint() -> None:
 
 def test_collect_klent_with_resignation_ends_lost_games_and_counts_false_ones() -> None:
     game = CappedCountUp(target=50, max_step=2)  # nobody wins by the rules
-    config = klent.PRESETS["monte-carlo"]
+    config = klent_rl.PRESETS["monte-carlo"]
     allowed = GameSlots(game, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=0.0)
     despairing = ConstantEvaluator(game, q=-0.95)
-    samples = klent.collect(allowed, despairing, config, steps=12, resign_threshold=0.9)
+    samples = klent_rl.collect(allowed, despairing, config, steps=12, resign_threshold=0.9)
     # Every mover sees v = -0.95 and resigns after its move: every return is -1.
     assert samples.stats["resigned"] == 12 * 16 and (samples.returns == -1.0).all()
     assert np.isnan(samples.stats["false_resignation_rate"])  # no game nobody could resign
 
     confident = GameSlots(game, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=0.0)
     hopeful = ConstantEvaluator(game, q=-0.5)
-    samples = klent.collect(confident, hopeful, config, steps=12, resign_threshold=0.9)
+    samples = klent_rl.collect(confident, hopeful, config, steps=12, resign_threshold=0.9)
     assert samples.stats["resigned"] == 0
 
     real = games.get("countup")
     forbidden = GameSlots(real, 16, np.random.default_rng(1), archive=None, resign_disabled_fraction=1.0)
-    samples = klent.collect(
+    samples = klent_rl.collect(
         forbidden, ConstantEvaluator(real, q=-0.95), config, steps=12, resign_threshold=0.9
     )
     assert samples.stats["resigned"] == 0 and samples.stats["games_finished"] > 0
@@ -151,8 +151,8 @@ def test_collect_klent_shapes_counts_and_monte_carlo_returns() -> None:
     game = games.get("countup")
     evaluator = ConstantEvaluator(game, q=0.5)
     slots = GameSlots(game, 16, np.random.default_rng(3), archive=None)
-    config = klent.PRESETS["monte-carlo"]  # lambda = 1: returns are outcomes or bootstraps
-    samples = klent.collect(slots, evaluator, config, steps=12)
+    config = klent_rl.PRESETS["monte-carlo"]  # lambda = 1: returns are outcomes or bootstraps
+    samples = klent_rl.collect(slots, evaluator, config, steps=12)
     assert len(samples) == 12 * 16 and samples.obs.shape == (192, *game.observation_shape)
     assert samples.simulator_evaluations == evaluator.count == 12 * 16 + 16  # + window-end v
     np.testing.assert_allclose(samples.policy.sum(axis=1), 1.0, rtol=1e-6)
@@ -165,7 +165,7 @@ def test_collect_klent_shapes_counts_and_monte_carlo_returns() -> None:
     )
     # The carried-over games continue in the next window.
     histories = [list(h) for h in slots.histories]
-    klent.collect(slots, evaluator, config, steps=1)
+    klent_rl.collect(slots, evaluator, config, steps=1)
     continued = sum(h[: len(old)] == old and len(h) == len(old) + 1
                     for h, old in zip(slots.histories, histories))
     assert continued >= 1
@@ -187,12 +187,12 @@ class LeaningEvaluator(ConstantEvaluator):
 def test_collect_klent_takes_the_kl_term_against_a_reference_network_when_given_one() -> None:
     game = games.get("countup")
     assert game.num_actions == 2
-    config = klent.KlentConfig()
+    config = klent_rl.KlentConfig()
     exponent = config.beta / (config.alpha + config.beta)  # equal Q: pi' ~ prior ** exponent
     for reference in (None, LeaningEvaluator(game, first=0.8)):
         own = LeaningEvaluator(game, first=0.3)
         slots = GameSlots(game, 4, np.random.default_rng(0), archive=None)
-        samples = klent.collect(slots, own, config, steps=5, reference=reference)
+        samples = klent_rl.collect(slots, own, config, steps=5, reference=reference)
         prior = np.array([0.3, 0.7]) if reference is None else np.array([0.8, 0.2])
         expected = prior**exponent / (prior**exponent).sum()
         live = samples.masks.any(axis=1)
@@ -209,11 +209,11 @@ def test_collect_klent_takes_the_kl_term_against_a_reference_network_when_given_
 def test_collect_klent_bootstraps_a_truncated_game_from_the_action_value() -> None:
     game = CappedCountUp(target=50, max_step=2)  # nobody reaches 50 in 3 moves: always cut
     slots = GameSlots(game, 4, np.random.default_rng(0), archive=None)
-    samples = klent.collect(slots, ConstantEvaluator(game, q=0.25), klent.KlentConfig(), steps=6)
+    samples = klent_rl.collect(slots, ConstantEvaluator(game, q=0.25), klent_rl.KlentConfig(), steps=6)
     returns = samples.returns.reshape(6, 4)
     # Moves 3 and 6 of each slot are cut: G = Q(S, A) = 0.25.  The moves before them bootstrap
     # through the sign flip: G = -((1 - lam) v + lam G') with v = 0.25.
-    lam = klent.KlentConfig().lam
+    lam = klent_rl.KlentConfig().lam
     g2 = 0.25
     g1 = -((1 - lam) * 0.25 + lam * g2)
     g0 = -((1 - lam) * 0.25 + lam * g1)
@@ -241,7 +241,7 @@ def test_slots_with_an_archive_start_games_from_visited_states() -> None:
     game = games.get("countup")
     archive = StartArchive(capacity=1000, initial_prob=0.1)
     slots = GameSlots(game, 8, np.random.default_rng(5), archive)
-    klent.collect(slots, ConstantEvaluator(game), klent.KlentConfig(), steps=30)
+    klent_rl.collect(slots, ConstantEvaluator(game), klent_rl.KlentConfig(), steps=30)
     assert len(archive) == 240  # every visited state (all non-terminal when visited)
     starts = [archive.sample_start(np.random.default_rng(i)) for i in range(100)]
     assert 0 < sum(not s for s in starts) < 30  # the initial state ~10% of the time

@@ -1,4 +1,4 @@
-"""The trainer (training/trainer.py and the modules it is built from) and `klent train` /
+"""The trainer (klent/training/trainer.py and the modules it is built from) and `klent train` /
 `klent plot`: configs, checkpoints, exact resumption, crash safety and learning end to end."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.training import random_samples
-from engine.games.go import GoGame
-from engine.network import OnnxEvaluator, read_model_info
+from klent.bench.training import random_samples
 from klent.cli import main as klent_main
-from klent.commands.plot import run_summary
-from training import klent
-from training.config import (
+from klent.cli.plot import run_summary
+from klent.engine.games.go import GoGame
+from klent.engine.network import OnnxEvaluator, read_model_info
+from klent.training import klent_rl
+from klent.training.config import (
     EvalConfig,
     OptimConfig,
     TrainConfig,
@@ -32,14 +32,14 @@ from training.config import (
     load_config,
     with_settings,
 )
-from training.fitting import fit, symmetry_image
-from training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
-from training.nets import NetConfig, build_net, load_checkpoint
-from training.selfplay import SelfPlayConfig
-from training.trainer import Trainer
+from klent.training.fitting import fit, symmetry_image
+from klent.training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
+from klent.training.nets import NetConfig, build_net, load_checkpoint
+from klent.training.selfplay import SelfPlayConfig
+from klent.training.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFIGS = ROOT / "training" / "configs"
+CONFIGS = ROOT / "klent" / "training" / "configs"
 PYTHON = sys.executable
 # Timing fields differ between two runs of the same iterations; everything else must not.
 TIMING = {"selfplay_seconds", "train_seconds", "samples_per_second",
@@ -98,7 +98,7 @@ def test_config_errors_name_the_problem(tmp_path: Path) -> None:
         load_config(bad)
     ok = tmp_path / "ok.toml"
     ok.write_text('game = "countup"\n[klent]\npreset = "one-step"\nalpha = 0.5\n')
-    assert load_config(ok).klent_config() == klent.KlentConfig(alpha=0.5, beta=0.1, lam=0.0)
+    assert load_config(ok).klent_config() == klent_rl.KlentConfig(alpha=0.5, beta=0.1, lam=0.0)
 
 
 @pytest.mark.parametrize(
@@ -377,13 +377,13 @@ def test_a_diverging_loss_stops_the_run_and_keeps_the_last_checkpoint(
     assert klent_main([*command, "--iterations", "1"]) == 0
     checkpoint, model = (out / "checkpoint.pt").read_bytes(), (out / "latest.onnx").read_bytes()
 
-    finite_loss = klent.batch_loss
+    finite_loss = klent_rl.batch_loss
 
     def nan_loss(outputs, batch):  # what an exploding learning rate ends in
         loss, parts = finite_loss(outputs, batch)
         return loss * float("nan"), parts
 
-    monkeypatch.setattr("training.klent.batch_loss", nan_loss)
+    monkeypatch.setattr("klent.training.klent_rl.batch_loss", nan_loss)
     capsys.readouterr()
     assert klent_main([*command, "--resume", "--iterations", "3"]) != 0
     err = capsys.readouterr().err
@@ -608,7 +608,7 @@ def test_bfloat16_fitting_computes_the_float32_losses_to_bfloat16_accuracy() -> 
     losses = {}
     for precision in ("float32", "bfloat16"):
         torch.manual_seed(0)  # the same minibatches
-        losses[precision] = fit(model, optimizer, samples, klent.batch_loss, 128, 1, torch.device("cpu"),
+        losses[precision] = fit(model, optimizer, samples, klent_rl.batch_loss, 128, 1, torch.device("cpu"),
                                 autocast=OptimConfig(precision=precision).autocast_dtype())
     for part in ("policy_loss", "value_loss"):
         exact, reduced = losses["float32"][part], losses["bfloat16"][part]

@@ -16,10 +16,10 @@ import pytest
 from conftest import find_engine
 from fairy_stockfish import FairyStockfish, divide, refereed_random_game, texts
 
-import engine.games as games
-from engine.games.animal_shogi import AnimalShogiGame
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.symmetry import dihedral
+import klent.engine.games as games
+from klent.engine.games.animal_shogi import AnimalShogiGame
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.symmetry import dihedral
 
 START = "gle/1c1/1C1/ELG[] w - - 0 1"
 LION_SHUFFLE = ["b1a2", "b4c3", "a2b1", "c3b4"]  # back to the start position every 4 plies

@@ -1,14 +1,14 @@
-"""engine/games/board_games.py: the pieces Go, Hex and Othello share, checked on each game."""
+"""klent/engine/games/board_games.py: the pieces Go, Hex and Othello share, checked on each game."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.go import GoGame
-from engine.games.hex import HexGame
-from engine.games.othello import OthelloGame
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.go import GoGame
+from klent.engine.games.hex import HexGame
+from klent.engine.games.othello import OthelloGame
 
 GAMES = [GoGame(9), HexGame(11), OthelloGame()]
 

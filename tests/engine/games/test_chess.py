@@ -8,10 +8,10 @@ import chess
 import numpy as np
 import pytest
 
-import engine.games as games
-import engine.games.chess as chess_module
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.chess import ChessGame, ChessState
+import klent.engine.games as games
+import klent.engine.games.chess as chess_module
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.chess import ChessGame, ChessState
 
 START = chess.STARTING_FEN
 KNIGHT_SHUFFLE = ["g1f3", "g8f6", "f3g1", "f6g8"]  # back to the start position every 4 plies
@@ -29,7 +29,7 @@ def test_registry_and_layout() -> None:
     assert game.observation_shape == (119, 8, 8)
     assert game.encoder_version == 1
     assert (game.max_moves, game.claim_draws) == (512, True)
-    assert chess_module.chess is chess  # engine/games/chess.py imports python-chess, not itself
+    assert chess_module.chess is chess  # klent/engine/games/chess.py imports python-chess, not itself
 
 
 def test_documented_action_layout() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import engine.games as games
-from engine.games.base import GameFormatError, IllegalMoveError
+import klent.engine.games as games
+from klent.engine.games.base import GameFormatError, IllegalMoveError
 
 
 def test_registry_names() -> None:

@@ -15,9 +15,9 @@ import pytest
 from conftest import find_engine
 from fairy_stockfish import FairyStockfish, divide, refereed_random_game, texts
 
-import engine.games as games
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.gardner import GardnerGame
+import klent.engine.games as games
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.gardner import GardnerGame
 
 START = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
 KNIGHT_SHUFFLE = ["b1a3", "b5c3", "a3b1", "c3b5"]  # back to the start position every 4 plies

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import engine.games as games
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.go import GoGame, GoState
-from engine.games.sgf import read_sgf, write_sgf
+import klent.engine.games as games
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.go import GoGame, GoState
+from klent.engine.games.sgf import read_sgf, write_sgf
 
 
 def position(game: GoGame, diagram: str, to_play: int = 0) -> GoState:

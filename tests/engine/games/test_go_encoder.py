@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-import engine.games as games
-from engine.games.go import GoGame
-from engine.games.symmetry import dihedral
-from engine.network import ModelMismatchError, OnnxEvaluator
-from engine.player import Player
-from matchplay.engine_process import GtpProcess
-from training.export import export_onnx
-from training.nets import NetConfig, build_net, load_checkpoint, save_checkpoint
+import klent.engine.games as games
+from klent.engine.games.go import GoGame
+from klent.engine.games.symmetry import dihedral
+from klent.engine.network import ModelMismatchError, OnnxEvaluator
+from klent.engine.player import Player
+from klent.matchplay.engine_process import GtpProcess
+from klent.training.export import export_onnx
+from klent.training.nets import NetConfig, build_net, load_checkpoint, save_checkpoint
 
 # A 5x5 position with chains of 1, 2 and 3+ liberties of both colours (X Black, O White):
 #   5  X O . . .     A5: 1 liberty (A4)        B5: 2 (B4 C5)

@@ -26,8 +26,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from engine.games.base import IllegalMoveError
-from engine.games.go import GoGame, GoState
+from klent.engine.games.base import IllegalMoveError
+from klent.engine.games.go import GoGame, GoState
 
 KOMI = 7.5
 SENTINEL_ID = 999999

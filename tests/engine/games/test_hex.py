@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import engine.games as games
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.hex import HexGame
-from engine.games.symmetry import dihedral, point_permutations
+import klent.engine.games as games
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.hex import HexGame
+from klent.engine.games.symmetry import dihedral, point_permutations
 
 HALF_TURN = 2  # dihedral index of the rotation by 180 degrees
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import engine.games as games
-from engine.games.base import GameFormatError, IllegalMoveError
-from engine.games.othello import OthelloGame, OthelloState
-from engine.games.symmetry import COUNT, dihedral
+import klent.engine.games as games
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.othello import OthelloGame, OthelloState
+from klent.engine.games.symmetry import COUNT, dihedral
 
 RAYS = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import engine.games
-from engine.games.go import GoGame
-from engine.games.symmetry import COUNT, dihedral, point_permutations
+import klent.engine.games
+from klent.engine.games.go import GoGame
+from klent.engine.games.symmetry import COUNT, dihedral, point_permutations
 
 
 def test_tables_are_permutations_with_the_identity_first() -> None:
@@ -60,5 +60,5 @@ def test_go_games_replayed_through_a_symmetry_are_images(size: int) -> None:
 
 
 def test_games_without_board_symmetry_have_the_identity_only() -> None:
-    chess = engine.games.get("chess")
+    chess = klent.engine.games.get("chess")
     assert (chess.symmetries() == np.arange(chess.num_actions)[None]).all()

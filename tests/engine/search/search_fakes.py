@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from engine.games.base import Game, IllegalMoveError, State
-from engine.network import Evaluation, apply_legal_mask
+from klent.engine.games.base import Game, IllegalMoveError, State
+from klent.engine.network import Evaluation, apply_legal_mask
 
 
 class PathState(State):

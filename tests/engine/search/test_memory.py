@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import engine.games
-from engine.player import Decision, Player, PlayOptions
-from engine.search import SearchLimits, search
-from engine.search.gumbel import UniformEvaluator  # the tree depends on positions only
-from engine.search.tree import owned_bytes
-from protocols.gtp import GtpConfig, GtpEngine
-from protocols.uci import UciEngine
+import klent.engine.games
+from klent.engine.player import Decision, Player, PlayOptions
+from klent.engine.search import SearchLimits, search
+from klent.engine.search.gumbel import UniformEvaluator  # the tree depends on positions only
+from klent.engine.search.tree import owned_bytes
+from klent.protocols.gtp import GtpConfig, GtpEngine
+from klent.protocols.uci import UciEngine
 
 MB = 2**20
 MANY = 100_000  # simulations no test budget affords: the memory ends each search
@@ -44,7 +44,7 @@ def wait_for(condition, timeout: float = 30.0) -> None:
 
 @pytest.mark.parametrize("game_name", ["chess", "go9"])
 def test_a_search_stops_growing_the_tree_at_its_memory(game_name: str) -> None:
-    game = engine.games.get(game_name)
+    game = klent.engine.games.get(game_name)
     cap = 4 * MB
     player = Player(UniformEvaluator(game), PlayOptions(simulations=MANY, memory=cap), seed=0)
     decision = player.decide()
@@ -56,7 +56,7 @@ def test_a_search_stops_growing_the_tree_at_its_memory(game_name: str) -> None:
 
 
 def test_a_tree_without_a_budget_grows_with_its_simulations() -> None:
-    game = engine.games.get("go9")
+    game = klent.engine.games.get("go9")
     result = search(game.initial_state(), UniformEvaluator(game), SearchLimits(simulations=400))
     assert result.simulations == 400 and result.tree.forest.max_bytes is None
 
@@ -65,7 +65,7 @@ def test_a_tree_without_a_budget_grows_with_its_simulations() -> None:
 def test_the_tree_counts_what_its_positions_allocate(game_name: str) -> None:
     """`owned_bytes` against tracemalloc for positions made as a search makes them: children
     of kept parents, legal masks computed."""
-    game = engine.games.get(game_name)
+    game = klent.engine.games.get(game_name)
     rng = np.random.default_rng(0)
     parents = [game.initial_state()]
     for _ in range(6):
@@ -85,7 +85,7 @@ def test_the_tree_counts_what_its_positions_allocate(game_name: str) -> None:
 
 
 def test_tree_reuse_across_moves_stays_in_one_forest_within_the_budget() -> None:
-    game = engine.games.get("go9")
+    game = klent.engine.games.get("go9")
     cap = 3 * MB
     player = Player(UniformEvaluator(game), PlayOptions(simulations=MANY, memory=cap), seed=0)
     first = player.decide()

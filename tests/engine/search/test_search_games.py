@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-import engine.games
-from engine.games.base import Game
-from engine.network import OnnxEvaluator
-from engine.search import GumbelConfig, SearchLimits, search
+import klent.engine.games
+from klent.engine.games.base import Game
+from klent.engine.network import OnnxEvaluator
+from klent.engine.search import GumbelConfig, SearchLimits, search
 
 
 def untrained_evaluator(game: Game, folder: Path) -> OnnxEvaluator:
     """A random 2 x 16 KLENT network (policy + action values) for ``game``, through ONNX."""
-    from training.export import export_onnx
-    from training.nets import NetConfig, build_net
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
 
     torch.manual_seed(0)
     path = folder / f"untrained-{game.name}.onnx"
@@ -42,7 +42,7 @@ MATES_IN_ONE = [
 
 @pytest.fixture(scope="module")
 def chess_evaluator(tmp_path_factory: pytest.TempPathFactory) -> OnnxEvaluator:
-    return untrained_evaluator(engine.games.get("chess"), tmp_path_factory.mktemp("chess"))
+    return untrained_evaluator(klent.engine.games.get("chess"), tmp_path_factory.mktemp("chess"))
 
 
 @pytest.mark.parametrize(("fen", "mate"), MATES_IN_ONE)
@@ -77,7 +77,7 @@ def big_group_in_atari(game: Game):
 
 @pytest.fixture(scope="module")
 def go_evaluator(tmp_path_factory: pytest.TempPathFactory) -> OnnxEvaluator:
-    return untrained_evaluator(engine.games.get("go9", max_moves=2), tmp_path_factory.mktemp("go"))
+    return untrained_evaluator(klent.engine.games.get("go9", max_moves=2), tmp_path_factory.mktemp("go"))
 
 
 @pytest.mark.parametrize("scale", [0.0, 1.0])

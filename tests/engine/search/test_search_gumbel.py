@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from search_fakes import PathState, ScriptedEvaluator, TreeGame, WideGame
 
-import engine.games
-from engine.games.base import State
-from engine.network import Evaluation
-from engine.search import GumbelConfig, SearchLimits, SearchResult, search
-from engine.search.gumbel import warm_up
-from engine.search.tree import Forest
+import klent.engine.games
+from klent.engine.games.base import State
+from klent.engine.network import Evaluation
+from klent.engine.search import GumbelConfig, SearchLimits, SearchResult, search
+from klent.engine.search.gumbel import warm_up
+from klent.engine.search.tree import Forest
 
 PLAY = GumbelConfig(gumbel_scale=0.0)
 
@@ -66,7 +66,7 @@ def countup_values(target: int, max_step: int) -> np.ndarray:
 
 
 def test_countup_oracle_with_misleading_priors() -> None:
-    game = engine.games.get("countup")
+    game = klent.engine.games.get("countup")
     exact = countup_values(game.target, game.max_step)
     # The prior prefers the worse move everywhere; the action values are exact.
     evaluator = ScriptedEvaluator(game, logits=lambda s: -3.0 * exact[s.count], action_values=lambda s: exact[s.count])

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.search.action_selection import final_action, interior_action, root_action
-from engine.search.gumbel import GumbelConfig
-from engine.search.qtransforms import completed_q, improved_policy, mixed_value, sigma_q
+from klent.engine.search.action_selection import final_action, interior_action, root_action
+from klent.engine.search.gumbel import GumbelConfig
+from klent.engine.search.qtransforms import completed_q, improved_policy, mixed_value, sigma_q
 
 # pi = (0.5, 0.3, 0.2); two children visited.
 LOGITS = np.log(np.array([0.5, 0.3, 0.2]))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from search_fakes import ScriptedEvaluator, TreeGame
 
-from engine.search import reactive
+from klent.engine.search import reactive
 
 # Root with 3 legal actions out of 4 (action 3 is illegal at the root but has the top logit).
 GAME = TreeGame({(): 3, (0,): 4}, {(1,): 1.0, (2,): -1.0, (0, 0): 0.0, (0, 1): 0.0, (0, 2): 0.0, (0, 3): 0.0})

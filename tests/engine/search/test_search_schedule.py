@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from search_fakes import ScriptedEvaluator, WideGame
 
-from engine.search import GumbelConfig, SearchLimits, search
-from engine.search.seq_halving import considered_visits, num_considered, phase_survivors
+from klent.engine.search import GumbelConfig, SearchLimits, search
+from klent.engine.search.seq_halving import considered_visits, num_considered, phase_survivors
 
 # (n, m) -> sorted final visit counts of the m considered actions.  The table says
 # "8 x 1, 4 x 2, 4 x 3" for n = 32, which adds up to 28, not 32: the phase formula gives the

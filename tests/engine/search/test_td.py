@@ -1,5 +1,5 @@
-"""TD search and Dyna-2 (engine/search/td.py, td_kernels.py) and offline TD learning
-(training/td_learning.py): local shape features, weight sharing, the NTD2(lambda) update, the
+"""TD search and Dyna-2 (klent/engine/search/td.py, td_kernels.py) and offline TD learning
+(klent/training/td_learning.py): local shape features, weight sharing, the NTD2(lambda) update, the
 search's choices, its memory across moves, its limits, and the permanent-weights file."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import threading
 import numpy as np
 import pytest
 
-from engine.games import go_kernels as gk
-from engine.games.go import GoGame
-from engine.search import td_kernels as tk
-from engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
-from training.td_learning import train
+from klent.engine.games import go_kernels as gk
+from klent.engine.games.go import GoGame
+from klent.engine.search import td_kernels as tk
+from klent.engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
+from klent.training.td_learning import train
 
 
 def setup(game: GoGame, rows: list[str], to_play: int = 0):

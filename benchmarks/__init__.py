@@ -1,1 +1,0 @@
-"""Reproducible speed measurements; `klent bench <name>` runs `benchmarks.<name>.main`."""

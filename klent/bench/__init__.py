@@ -1,0 +1,1 @@
+"""Speed measurements and the analysis of match records; `klent bench <name>` runs `klent.bench.<name>.main`."""

@@ -1,0 +1,795 @@
+"""Local shape features of Go and the compiled TD(lambda) simulations over them (numba).
+
+Silver, Sutton and Mueller (2012), "Temporal-difference search in computer Go", Sect. 3.1:
+a *local shape* is the content (empty, black, white) of a k x k square of the board; one
+binary feature per shape and per location, for every square up to 3x3 ("1x1", "2x2",
+"3x3").  Exactly one shape matches in each square, so a position activates one feature per
+square: 81 + 64 + 49 windows on 9x9.
+
+Encoding.  Windows are numbered size by size (all 1x1 windows, then 2x2, then 3x3, each in
+row-major order of their top-left point).  A window's *code* is sum_i digit_i * 3**i over its
+cells in row-major order, digit 0 empty, 1 black, 2 white, so one stone changes a code by
+digit * 3**i: that is what makes evaluation incremental.  The *raw feature* of window ``w``
+is ``base[w] + code``.  Boards are go_kernels' flat ``int8[n]`` (+1 black, -1 white), and
+moves, legality and superko are go_kernels' own kernels.
+
+Weight sharing (Sect. 3.1.3) maps raw features to weights through tables ``index[m, f]`` and
+``sign[m, f]`` (one row per sharing "map"; sign 0 means "not a feature"):
+
+- ``"LD"`` location dependent: a shape at a location shares its weight with its images under
+  the 8 rotations/reflections of the board and, with the opposite sign, with their colour
+  inversions;
+- ``"LI"`` location independent: the same, and also across all locations of one square size;
+- ``"none"``: every (location, shape) its own weight, as TD search uses them (Sect. 4.4:
+  starting from the current position breaks the board's symmetries).
+
+Neutral shapes (a shape whose inversion is one of its own images, e.g. all-empty) would need
+theta = -theta = 0 and are removed (sign 0); without sharing only the all-empty shapes are.
+
+Value (Sect. 3.2): V(s) = sigmoid(sum_m sum_w sign[m, f_w] * theta[index[m, f_w]]), Black's
+winning probability.  The kernels take the memory being learnt as maps and weights (TD
+search's transient memory, or the permanent one during offline TD learning), and a memory that
+is only read (Dyna-2's permanent memory during the search, Sect. 5.3) as ``fixed[f]``, its
+whole contribution per raw feature, summed over its maps once per search (`fixed_values`):
+one lookup per window instead of one per map, and nothing to look up without it (empty array).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+from numba import njit
+
+from klent.engine.games import go_kernels as gk
+from klent.engine.games.symmetry import COUNT as SYMMETRIES
+from klent.engine.games.symmetry import point_permutations
+
+SHAPES = (1, 2, 3)  # square sizes of the paper's local shapes
+SHARINGS = ("LI", "LD", "none")
+
+
+# --- geometry and weight-sharing tables (numpy, built once per board size) ---------------
+
+
+@dataclass(frozen=True)
+class Windows:
+    """Every k x k square of an N x N board for the square sizes ``shapes``.
+
+    ``base[w]``: first raw feature of window w; ``point_windows[p, j]`` (-1 padded): the windows
+    covering point p, ``point_powers[p, j]``: 3**(p's cell in that window); ``features``: the
+    number of raw features.
+    """
+
+    size: int
+    shapes: tuple[int, ...]
+    base: np.ndarray
+    point_windows: np.ndarray
+    point_powers: np.ndarray
+    features: int
+
+    @property
+    def count(self) -> int:
+        return int(self.base.shape[0])
+
+
+def check_memory(shapes: tuple[int, ...], sharing: tuple[str, ...]) -> None:
+    """ValueError unless ``shapes`` is a sorted selection of `SHAPES` and ``sharing`` one of
+    distinct names from `SHARINGS` (what a memory's features are made of)."""
+    if not shapes or any(k not in SHAPES for k in shapes) or tuple(sorted(set(shapes))) != tuple(shapes):
+        raise ValueError(f"shapes must be a sorted selection of {SHAPES}, not {shapes!r}")
+    if not sharing or len(set(sharing)) != len(sharing) or any(s not in SHARINGS for s in sharing):
+        raise ValueError(f"sharing must be distinct names from {SHARINGS}, not {sharing!r}")
+
+
+@cache
+def windows(size: int, shapes: tuple[int, ...]) -> Windows:
+    """The windows of ``shapes`` (sorted, from `SHAPES`) on a ``size`` x ``size`` board."""
+    check_memory(shapes, ("none",))
+    base: list[int] = []
+    covers: list[list[tuple[int, int]]] = [[] for _ in range(size * size)]
+    offset = 0
+    for k in shapes:
+        for row in range(size - k + 1):
+            for col in range(size - k + 1):
+                w = len(base)
+                base.append(offset)
+                offset += 3 ** (k * k)
+                for i in range(k * k):
+                    covers[(row + i // k) * size + col + i % k].append((w, 3**i))
+    width = max(len(c) for c in covers)
+    point_windows = np.full((size * size, width), -1, dtype=np.int32)
+    point_powers = np.zeros((size * size, width), dtype=np.int32)
+    for p, cover in enumerate(covers):
+        for j, (w, power) in enumerate(cover):
+            point_windows[p, j] = w
+            point_powers[p, j] = power
+    return Windows(size, shapes, np.array(base, dtype=np.int64), point_windows, point_powers, offset)
+
+
+def _digits(k: int) -> np.ndarray:
+    """``int64[3**(k*k), k*k]``: the cell digits of every code of a k x k square."""
+    codes = np.arange(3 ** (k * k), dtype=np.int64)
+    return (codes[:, None] // 3 ** np.arange(k * k, dtype=np.int64)) % 3
+
+
+def _square_images(size: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How the 8 board symmetries move the k x k squares of a size x size board.
+
+    Returns ``(location_image int64[8, L], code_image int64[8, S], inverse int64[S])``:
+    the square (numbered row-major by top-left point) a square goes to, its shape's code
+    there, and each code's colour inversion.  A symmetry turns every square the same way, so
+    the code image does not depend on the location (checked here for every square).
+    """
+    span = size - k + 1
+    digits = _digits(k)
+    powers = 3 ** np.arange(k * k, dtype=np.int64)
+    perms = point_permutations(size)
+    cells = np.arange(k * k)
+    location_image = np.empty((SYMMETRIES, span * span), dtype=np.int64)
+    code_image = np.empty((SYMMETRIES, 3 ** (k * k)), dtype=np.int64)
+    for g in range(SYMMETRIES):
+        cell_image = None
+        for row in range(span):
+            for col in range(span):
+                points = (row + cells // k) * size + col + cells % k
+                image = perms[g, points]
+                rows, cols = image // size, image % size
+                top, left = rows.min(), cols.min()
+                location_image[g, row * span + col] = top * span + left
+                moved = (rows - top) * k + (cols - left)
+                if cell_image is None:
+                    cell_image = moved
+                elif not np.array_equal(cell_image, moved):
+                    raise AssertionError("a board symmetry turned two squares differently")
+        code_image[g] = digits @ powers[cell_image]
+    inverse = ((3 - digits) % 3) @ powers
+    return location_image, code_image, inverse
+
+
+def _classes(positive: np.ndarray, negative: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Equivalence classes from the smallest image of each shape and of its inversion.
+
+    A shape's class is the union of its images and its inversion's images, represented by the
+    smallest member (the paper's canonical example); the sign is -1 when that member is an
+    image of the inversion, and 0 (neutral, removed) when the two orbits are one.  Returns
+    (dense class index, sign, number of classes).
+    """
+    canonical = np.minimum(positive, negative)
+    neutral = positive == negative
+    sign = np.where(neutral, 0, np.where(positive < negative, 1, -1)).astype(np.int8)
+    unique, dense = np.unique(np.where(neutral, -1, canonical), return_inverse=True)
+    dense = dense.reshape(canonical.shape) - (1 if unique[0] == -1 else 0)
+    index = np.where(neutral, 0, dense).astype(np.int32)
+    return index, sign, int(unique.shape[0] - (1 if unique[0] == -1 else 0))
+
+
+@cache
+def square_table(size: int, k: int, sharing: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Weight index and sign of every raw feature of the k x k squares of one board.
+
+    Raw features are numbered ``location * 3**(k*k) + code``; returns (``int32[L * S]``
+    weight indices from 0, ``int8[L * S]`` signs, number of weights).
+    """
+    span = size - k + 1
+    shapes = 3 ** (k * k)
+    if sharing == "none":
+        sign = np.ones((span * span, shapes), dtype=np.int8)
+        sign[:, 0] = 0  # the all-empty square (Sect. 4.4, footnote 7)
+        return np.arange(span * span * shapes, dtype=np.int32), sign.ravel(), span * span * shapes
+    location_image, code_image, inverse = _square_images(size, k)
+    if sharing == "LI":
+        index, sign, count = _classes(code_image.min(axis=0), code_image[:, inverse].min(axis=0))
+        return np.tile(index, span * span), np.tile(sign, span * span), count
+    if sharing == "LD":
+        codes = np.arange(shapes, dtype=np.int64)
+        positive = np.full((span * span, shapes), np.iinfo(np.int64).max)
+        negative = positive.copy()
+        for g in range(SYMMETRIES):
+            where = location_image[g][:, None] * shapes
+            np.minimum(positive, where + code_image[g][codes][None, :], out=positive)
+            np.minimum(negative, where + code_image[g][inverse][None, :], out=negative)
+        index, sign, count = _classes(positive, negative)
+        return index.ravel(), sign.ravel(), count
+    raise ValueError(f"sharing must be one of {SHARINGS}, not {sharing!r}")
+
+
+def shape_maps(
+    size: int, enumerated: tuple[int, ...], shapes: tuple[int, ...], sharing: tuple[str, ...], offset: int = 0
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """The maps of one memory: ``(index int32[M, F], sign int8[M, F], weights)``.
+
+    One row per sharing in ``sharing``; the raw features are those of `windows` (size,
+    ``enumerated``), of which the squares in ``shapes`` are features of this memory (the others
+    get sign 0).  Weights are laid out sharing by sharing, then square size by square size, and
+    numbered from ``offset`` (where this memory starts in a stacked weight vector).
+    """
+    geometry = windows(size, enumerated)
+    index = np.zeros((len(sharing), geometry.features), dtype=np.int32)
+    sign = np.zeros((len(sharing), geometry.features), dtype=np.int8)
+    count = offset
+    for m, mode in enumerate(sharing):
+        start = 0
+        for k in enumerated:
+            block = (size - k + 1) ** 2 * 3 ** (k * k)
+            if k in shapes:
+                square_index, square_sign, weights = square_table(size, k, mode)
+                index[m, start : start + block] = square_index + count
+                sign[m, start : start + block] = square_sign
+                count += weights
+            start += block
+    return index, sign, count - offset
+
+
+def trace_depth(lam: float, cutoff: float, longest: int) -> int:
+    """How many same-colour moves a weight stays in an eligibility trace unrefreshed.
+
+    The term a state s_{t-2j} left in the trace has decayed to lambda**j; a weight no later
+    state refreshed leaves once that is below ``cutoff`` (an approximation that changes an
+    update by less than that fraction), which keeps the trace, and the update's cost, to the
+    recently active weights.  lambda = 1 (Monte-Carlo) keeps the whole episode.
+    """
+    if lam <= 0.0:
+        return 0
+    if lam >= 1.0:
+        return longest
+    return min(longest, math.ceil(math.log(cutoff) / math.log(lam)))
+
+
+# --- compiled kernels ----------------------------------------------------------------------
+
+
+@njit(cache=True)
+def seed_state(seed: int) -> np.ndarray:
+    """The state of `_uniform`'s generator (xorshift64*) for a seed; never zero."""
+    state = np.empty(1, dtype=np.uint64)
+    x = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x2545F4914F6CDD1D)
+    state[0] = x if x != np.uint64(0) else np.uint64(1)
+    return state
+
+
+@njit(cache=True)
+def _uniform(rng: np.ndarray) -> float:
+    """A float in [0, 1) from the search's own generator (reproducible per search)."""
+    x = rng[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    rng[0] = x
+    return float((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def _below(rng: np.ndarray, count: int) -> int:
+    return min(int(_uniform(rng) * count), count - 1)
+
+
+@njit(cache=True)
+def candidate_moves(
+    board: np.ndarray,
+    color: int,
+    h: int,
+    seen: np.ndarray,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+) -> int:
+    """The moves a simulated player may choose among: ``mask[:n]`` the legal points that fill
+    no own single-point eye (``mask[n]``, the pass, True), their points in ``moves[:count]``;
+    returns ``count``.  What a choice that compares every candidate needs (the greedy moves,
+    the network's first-move draw); `random_move` plays one without it."""
+    gk.legal_points(board, color, h, seen, nbr, zob, mask)
+    gk.clear_own_eyes(board, color, nbr, diag, mask)
+    count = 0
+    for p in range(board.shape[0]):
+        if mask[p]:
+            moves[count] = p
+            count += 1
+    return count
+
+
+@njit(cache=True)
+def random_move(
+    hist: np.ndarray,
+    seen: np.ndarray,
+    h: int,
+    color: int,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    new_hist: np.ndarray,
+    new_seen: np.ndarray,
+    points: np.ndarray,
+    rng: np.ndarray,
+) -> tuple[int, int]:
+    """Play the default policy's move: uniformly random among the legal points that do not
+    fill an own single-point eye; returns (the point, the new hash), or (n, ``h``) when there
+    is none (the player passes).  On a point, ``new_hist``/``new_seen`` hold the position after
+    it, as `go_kernels.play_stone` fills them.
+
+    Why not the legal mask: a random move needs only one legal point, so the empty points are
+    drawn in random order and the first that is neither an own eye nor refused by
+    ``play_stone`` (suicide, superko) is played.  Drawing without replacement until one is
+    accepted is uniform over the accepted points, the distribution of a draw from the full mask,
+    at the cost of a few local floods instead of a flood of the whole board and an eye test of
+    every point.  ``points`` is scratch space of n entries.
+    """
+    board = hist[0]
+    n = board.shape[0]
+    count = 0
+    for p in range(n):
+        if board[p] == 0:
+            points[count] = p
+            count += 1
+    while count > 0:
+        i = _below(rng, count)
+        p = points[i]
+        if not gk.own_eye(board, p, color, nbr, diag):
+            status, h2 = gk.play_stone(hist, seen, h, p, color, nbr, zob, new_hist, new_seen)
+            if status == gk.OK:
+                return p, h2
+        count -= 1
+        points[i] = points[count]
+    return n, h
+
+
+@njit(cache=True)
+def window_codes(board: np.ndarray, point_windows: np.ndarray, point_powers: np.ndarray, codes: np.ndarray) -> None:
+    """Fill ``codes`` with the shape code of every window of ``board``."""
+    codes[:] = 0
+    for p in range(board.shape[0]):
+        digit = (board[p] + 3) % 3
+        if digit != 0:
+            for j in range(point_windows.shape[1]):
+                w = point_windows[p, j]
+                if w < 0:
+                    break
+                codes[w] += digit * point_powers[p, j]
+
+
+def fixed_values(index: np.ndarray, sign: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``float64[F]``: a read-only memory's contribution to the logit of each raw feature."""
+    return (sign * theta[index]).sum(axis=0)
+
+
+@njit(cache=True)
+def _shape_value(f: int, index: np.ndarray, sign: np.ndarray, theta: np.ndarray, fixed: np.ndarray) -> float:
+    """Contribution of raw feature ``f`` to the logit: learnt maps, then the read-only part."""
+    total = fixed[f] if fixed.shape[0] else 0.0
+    for m in range(index.shape[0]):
+        s = sign[m, f]
+        if s != 0:
+            total += s * theta[index[m, f]]
+    return total
+
+
+@njit(cache=True)
+def logit(
+    codes: np.ndarray, base: np.ndarray, index: np.ndarray, sign: np.ndarray, theta: np.ndarray, fixed: np.ndarray
+) -> float:
+    """sum_w phi_w . theta: the value's logit for a position given by its window codes.
+
+    Empty windows are skipped: the all-empty shape is neutral under every sharing, so it is
+    no feature.
+    """
+    total = 0.0
+    for w in range(codes.shape[0]):
+        if codes[w] != 0:
+            total += _shape_value(base[w] + codes[w], index, sign, theta, fixed)
+    return total
+
+
+@njit(cache=True)
+def _sigmoid(x: float) -> float:
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@njit(cache=True)
+def _recode(
+    old: np.ndarray,
+    new: np.ndarray,
+    point_windows: np.ndarray,
+    point_powers: np.ndarray,
+    codes: np.ndarray,
+    base: np.ndarray,
+    fixed: np.ndarray,
+) -> float:
+    """Update ``codes`` from board ``old`` to board ``new`` (the stone played and any captures);
+    returns the change of the read-only memory's part of the logit.
+
+    The read-only weights never change during a simulation, so their part of the logit is kept
+    up to date here, from the few windows a move changes, instead of summed anew.
+    """
+    change = 0.0
+    for p in range(old.shape[0]):
+        if old[p] != new[p]:
+            step = (new[p] + 3) % 3 - (old[p] + 3) % 3
+            for j in range(point_windows.shape[1]):
+                w = point_windows[p, j]
+                if w < 0:
+                    break
+                f = base[w] + codes[w]
+                codes[w] += step * point_powers[p, j]
+                if fixed.shape[0]:
+                    change += fixed[f + step * point_powers[p, j]] - fixed[f]
+    return change
+
+
+@njit(cache=True)
+def chain_liberties(board: np.ndarray, nbr: np.ndarray, chain: np.ndarray, libs: np.ndarray) -> None:
+    """Label the chains of ``board`` (``chain[p]`` from 1, 0 on empty points) and count the
+    distinct liberties of each (``libs[label]``).
+
+    The afterstate of a move needs its captures; go_kernels.legal_points finds the same
+    chains (with their hashes, which this does not need) and counts their liberties with the
+    same `go_kernels.count_liberties`.
+    """
+    n = board.shape[0]
+    chain[:] = 0
+    stack = np.empty(n, np.int32)
+    g = 0
+    for p in range(n):
+        if board[p] != 0 and chain[p] == 0:
+            g += 1
+            gk._flood(board, nbr, p, chain, g, stack)
+            libs[g] = 0
+    gk.count_liberties(board, nbr, chain, libs)
+
+
+@njit(cache=True)
+def afterstate_logits(
+    board: np.ndarray,
+    color: int,
+    candidates: np.ndarray,
+    codes: np.ndarray,
+    nbr: np.ndarray,
+    base: np.ndarray,
+    point_windows: np.ndarray,
+    point_powers: np.ndarray,
+    index: np.ndarray,
+    sign: np.ndarray,
+    theta: np.ndarray,
+    fixed: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out[p]``: the logit of V(s o p), the position after ``color`` plays each candidate point.
+
+    Incremental (Sect. 3.2): a stone changes only the windows that cover its point, so the
+    afterstate logit is the current one plus, for each such window, the value of its new shape
+    minus that of its old one.  A move that captures changes more points; its afterstate is
+    built and evaluated whole (rare, and exactly the moves whose value matters most).
+    """
+    n = board.shape[0]
+    current = np.empty(codes.shape[0])
+    total = 0.0
+    for w in range(codes.shape[0]):
+        current[w] = 0.0 if codes[w] == 0 else _shape_value(base[w] + codes[w], index, sign, theta, fixed)
+        total += current[w]
+    chain = np.empty(n, np.int32)
+    libs = np.empty(n + 1, np.int32)
+    chain_liberties(board, nbr, chain, libs)
+    digit = (color + 3) % 3
+    scratch = np.empty(n, board.dtype)
+    scratch_codes = np.empty_like(codes)
+    for p in range(n):
+        if not candidates[p]:
+            continue
+        captures = False
+        for k in range(4):
+            q = nbr[p, k]
+            if q >= 0 and board[q] == -color and libs[chain[q]] == 1:
+                captures = True
+        if captures:
+            scratch[:] = board
+            scratch[p] = color
+            for k in range(4):
+                q = nbr[p, k]
+                if q >= 0 and board[q] == -color and libs[chain[q]] == 1:
+                    g = chain[q]
+                    for r in range(n):
+                        if chain[r] == g:
+                            scratch[r] = 0
+            window_codes(scratch, point_windows, point_powers, scratch_codes)
+            out[p] = logit(scratch_codes, base, index, sign, theta, fixed)
+            continue
+        value = total
+        for j in range(point_windows.shape[1]):
+            w = point_windows[p, j]
+            if w < 0:
+                break
+            f = base[w] + codes[w] + digit * point_powers[p, j]
+            value += _shape_value(f, index, sign, theta, fixed) - current[w]
+        out[p] = value
+
+
+@njit(cache=True)
+def _record(
+    codes: np.ndarray, base: np.ndarray, index: np.ndarray, sign: np.ndarray, slot_index: np.ndarray,
+    slot_sign: np.ndarray,
+) -> int:
+    """Store phi(s) of the learnt maps (weight index and sign of each active feature) in a
+    slot; returns how many."""
+    count = 0
+    for w in range(codes.shape[0]):
+        if codes[w] == 0:
+            continue
+        f = base[w] + codes[w]
+        for m in range(index.shape[0]):
+            s = sign[m, f]
+            if s != 0:
+                slot_index[count] = index[m, f]
+                slot_sign[count] = s
+                count += 1
+    return count
+
+
+@njit(cache=True)
+def _slot_logit(slot_index: np.ndarray, slot_sign: np.ndarray, count: int, fixed: float, theta: np.ndarray) -> float:
+    total = fixed
+    for i in range(count):
+        total += slot_sign[i] * theta[slot_index[i]]
+    return total
+
+
+def new_traces(weights: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Empty eligibility traces over ``weights`` learnt weights, one per colour (`trace_add`).
+
+    ``(values float64[2, W], refreshed int32[2, W], members int32[2, W], sizes int64[2],
+    scale float64[2])``: colour c's trace is ``scale[c] * values[c]``; its non-zero weights are
+    ``members[c, :sizes[c]]``, and ``refreshed[c, k]`` is 1 + the last time weight k was
+    added to it (0: not in the trace).  All zeros, so untouched pages cost no memory.
+    """
+    return (np.zeros((2, weights)), np.zeros((2, weights), np.int32), np.zeros((2, weights), np.int32),
+            np.zeros(2, np.int64), np.ones(2))
+
+
+@njit(cache=True)
+def trace_clear(c: int, traces: tuple) -> None:
+    """Empty colour ``c``'s trace (at the end of each simulated game)."""
+    values, refreshed, members, sizes, scale = traces
+    for i in range(sizes[c]):
+        k = members[c, i]
+        values[c, k] = 0.0
+        refreshed[c, k] = 0
+    sizes[c] = 0
+    scale[c] = 1.0
+
+
+@njit(cache=True)
+def trace_add(
+    c: int, t: int, slot_index: np.ndarray, slot_sign: np.ndarray, count: int, lam: float, traces: tuple
+) -> None:
+    """e_c <- lambda * e_c + phi(s_t) / |phi(s_t)|**2, colour c's trace (Sect. 3.3.4, NTD2(lambda)).
+
+    The decay multiplies the trace's scale, not each value, so adding a state costs its own
+    features only; the trace is a dense vector with a member list, so a weight that stays
+    active from move to move (most do) is one member however many states it came from.
+    """
+    values, refreshed, members, sizes, scale = traces
+    if lam == 0.0:
+        trace_clear(c, traces)
+    else:
+        scale[c] *= lam
+        if scale[c] < 1e-100:  # fold the scale in before it underflows
+            for i in range(sizes[c]):
+                values[c, members[c, i]] *= scale[c]
+            scale[c] = 1.0
+    if count == 0:
+        return
+    add = 1.0 / (count * scale[c])
+    for i in range(count):
+        k = slot_index[i]
+        if refreshed[c, k] == 0:
+            members[c, sizes[c]] = k
+            sizes[c] += 1
+        refreshed[c, k] = t + 1
+        values[c, k] += slot_sign[i] * add
+
+
+@njit(cache=True)
+def ntd2_update(
+    u: int,
+    target: float,
+    slot_index: np.ndarray,
+    slot_sign: np.ndarray,
+    count: int,
+    fixed: float,
+    theta: np.ndarray,
+    alpha: float,
+    horizon: int,
+    traces: tuple,
+) -> float:
+    """Logistic NTD2(lambda) for the state of time ``u`` (Sect. 3.2 and 3.3.4); returns delta.
+
+    The two-ply TD error compares V(s_u) (from its recorded features, with the weights as
+    they are now) with the next value of the same player's turn, ``target`` = V(s_{u+2}), or
+    the reward at the end of the game; theta moves by alpha * delta * e_u, with the trace
+    e_u = sum_j lambda**j phi(s_{u-2j}) / |phi(s_{u-2j})|**2 of u's colour.  Logistic TD
+    descends the cross-entropy, so the gradient is phi itself (no sigmoid derivative);
+    normalising by the number of active learnt features makes alpha the fraction of the error
+    corrected in one step: with alpha = 1 the logit of s_u moves by exactly delta (when no
+    weight appears twice).  A weight not refreshed in the last ``horizon`` plies has decayed
+    below the cutoff (`trace_depth`) and leaves the trace.
+    """
+    delta = target - _sigmoid(_slot_logit(slot_index, slot_sign, count, fixed, theta))
+    values, refreshed, members, sizes, scale = traces
+    c = u % 2
+    step = alpha * delta * scale[c]
+    i = 0
+    while i < sizes[c]:
+        k = members[c, i]
+        if u + 1 - refreshed[c, k] > horizon:
+            values[c, k] = 0.0
+            refreshed[c, k] = 0
+            sizes[c] -= 1
+            members[c, i] = members[c, sizes[c]]
+        else:
+            theta[k] += step * values[c, k]
+            i += 1
+    return delta
+
+
+@njit(cache=True)
+def simulate(
+    board0: np.ndarray,
+    seen0: np.ndarray,
+    hash0: int,
+    color0: int,
+    passes0: int,
+    first_cdf: np.ndarray,
+    move0: int,
+    max_moves: int,
+    komi: float,
+    nbr: np.ndarray,
+    zob: np.ndarray,
+    diag: np.ndarray,
+    base: np.ndarray,
+    point_windows: np.ndarray,
+    point_powers: np.ndarray,
+    index: np.ndarray,
+    sign: np.ndarray,
+    theta: np.ndarray,
+    fixed: np.ndarray,
+    epsilon: float,
+    alpha: float,
+    lam: float,
+    depth: int,
+    greedy_moves: int,
+    rng: np.ndarray,
+    traces: tuple,
+    ownership: np.ndarray,
+) -> tuple[float, int]:
+    """One simulated game from a position, learning ``theta`` as it goes; returns its reward
+    (1 Black wins, 0 White wins, 0.5 a draw) and the number of moves simulated.
+
+    TD search's simulation (Sect. 4.2, 4.4): the players choose epsilon-greedily on the
+    current afterstate values (Black maximising, White minimising V, ties broken at random)
+    for the first ``greedy_moves`` moves, then by the default policy, uniformly random (Sect.
+    4.5.1, the paper's T; `random_move`); both never fill their own single-point eyes and pass
+    only without another move (Sect. 3.2.1).  After every move the state two plies back is updated by
+    logistic NTD2(lambda) (`ntd2_update`), and at the end the last state of each colour
+    learns from the reward, so every simulated state learns, the default policy's too.
+    ``traces`` (`new_traces`, for the learnt weights) are empty before and after; the final
+    owner of each point (+1 Black, -1 White, 0 neither; Tromp-Taylor, and the game played
+    out, so dead stones are gone) is added to ``ownership``.  ``first_cdf``, when not empty,
+    is a cumulative distribution over the actions from which the game's first move is drawn
+    instead of the epsilon-greedy choice (a network's policy, `klent.engine.search.td.TdSearch.choose`;
+    a draw the player may not play, or a pass, falls back to that choice).
+    Self-play TD learning (Sect. 3.2.1) is the same game from the empty board with
+    ``greedy_moves`` beyond the move cap.
+    """
+    n = board0.shape[0]
+    steps = max(max_moves - move0, 0)
+    horizon = 2 * depth
+    features = index.shape[0] * base.shape[0]
+    slot_index = np.empty((3, features), np.int32)  # phi of the last three states, by time % 3
+    slot_sign = np.empty((3, features), np.int8)
+    slot_count = np.zeros(3, np.int64)
+    slot_fixed = np.zeros(3)
+    hist = np.empty((1, n), np.int8)
+    hist[0] = board0
+    new_hist = np.empty((1, n), np.int8)
+    seen = np.empty(seen0.shape[0] + steps + 1, np.int64)
+    seen[: seen0.shape[0]] = seen0
+    new_seen = np.empty_like(seen)
+    known = seen0.shape[0]
+    mask = np.empty(n + 1, np.bool_)
+    moves = np.empty(n, np.int32)
+    values = np.empty(n)
+    codes = np.empty(base.shape[0], np.int32)
+    window_codes(board0, point_windows, point_powers, codes)
+    frozen = logit(codes, base, index[:0], sign[:0], theta, fixed)  # the read-only memory's part
+    slot_count[0] = _record(codes, base, index, sign, slot_index[0], slot_sign[0])
+    slot_fixed[0] = frozen
+    trace_add(0, 0, slot_index[0], slot_sign[0], slot_count[0], lam, traces)
+    h = hash0
+    color = color0
+    passes = passes0
+    move = move0
+    t = 0
+    while True:
+        board = hist[0]
+        greedy = t < greedy_moves and _uniform(rng) >= epsilon
+        first_draw = t == 0 and first_cdf.shape[0] > 0
+        drawn = -1
+        if greedy or first_draw:
+            # the choice needs every candidate: the afterstate values, or the draw's check
+            count = candidate_moves(board, color, h, seen[:known], nbr, zob, diag, mask, moves)
+            if first_draw:
+                drawn = np.searchsorted(first_cdf, _uniform(rng) * first_cdf[-1], side="right")
+                if drawn >= n or not mask[drawn]:
+                    drawn = -1
+            if count == 0:
+                action = n
+            elif drawn >= 0:
+                action = drawn
+            elif greedy:
+                afterstate_logits(
+                    board, color, mask, codes, nbr, base, point_windows, point_powers, index, sign, theta,
+                    fixed, values,
+                )
+                action = moves[0]
+                best = color * values[action]
+                ties = 1
+                for i in range(1, count):
+                    v = color * values[moves[i]]
+                    if v > best:
+                        best = v
+                        action = moves[i]
+                        ties = 1
+                    elif v == best:
+                        ties += 1
+                        if _below(rng, ties) == 0:
+                            action = moves[i]
+            else:
+                action = moves[_below(rng, count)]
+            if action != n:
+                status, h = gk.play_stone(hist, seen[:known], h, action, color, nbr, zob, new_hist,
+                                          new_seen[: known + 1])
+                if status != gk.OK:  # cannot happen for a move legal_points allowed
+                    raise RuntimeError("TD search simulation played an illegal move")
+        else:
+            action, h = random_move(hist, seen[:known], h, color, nbr, zob, diag, new_hist, new_seen[: known + 1],
+                                    moves, rng)
+        if action == n:
+            passes += 1
+        else:
+            frozen += _recode(hist[0], new_hist[0], point_windows, point_powers, codes, base, fixed)
+            hist, new_hist = new_hist, hist
+            seen, new_seen = new_seen, seen
+            known += 1
+            passes = 0
+        color = -color
+        move += 1
+        t += 1
+        if passes >= 2 or move >= max_moves:
+            break
+        s = t % 3
+        slot_count[s] = _record(codes, base, index, sign, slot_index[s], slot_sign[s])
+        slot_fixed[s] = frozen
+        if t >= 2:
+            target = _sigmoid(_slot_logit(slot_index[s], slot_sign[s], slot_count[s], frozen, theta))
+            u = (t - 2) % 3
+            ntd2_update(t - 2, target, slot_index[u], slot_sign[u], slot_count[u], slot_fixed[u], theta, alpha,
+                        horizon, traces)
+        trace_add(t % 2, t, slot_index[s], slot_sign[s], slot_count[s], lam, traces)
+    owner = np.empty(n, np.int8)
+    black, white = gk.area(hist[0], nbr, owner)
+    ownership += owner
+    score = black - white - komi
+    reward = 1.0 if score > 0 else (0.0 if score < 0 else 0.5)
+    for u in (t - 2, t - 1):
+        if u >= 0:
+            s = u % 3
+            ntd2_update(u, reward, slot_index[s], slot_sign[s], slot_count[s], slot_fixed[s], theta, alpha, horizon,
+                        traces)
+    trace_clear(0, traces)
+    trace_clear(1, traces)
+    return reward, t

@@ -1,0 +1,637 @@
+"""GTP (Go Text Protocol, version 2) engine: text commands in, `Player` calls, text out.
+
+GUIs (Sabaki, Lizzie, GoGui, KaTrain), opponents (GNU Go) and bridges (gtp2ogs, kgsGtp) drive
+the engine through `GtpEngine.run`; every command of GTP 2 is implemented plus the common
+extensions.  A bad command gets a ``? message`` reply and changes nothing.
+
+The rules, vertices, handicap layouts, scores and SGF records are the engine's
+(`klent.engine.games.go`, `klent.engine.games.sgf`); this module adds what a Go *program* decides on top
+of them.  Choices worth knowing (each one is what a serious engine does, simplified where said):
+
+* **Positions.**  The game is one `GoState`, whose line of play (start position and moves) is
+  what the `Player` searches and what ``printsgf`` writes; ``undo`` restores the state before
+  the last command that changed it.  GTP lets a controller play two stones of one colour in a
+  row, or continue after two passes (KGS cleanup); then the position is re-created as a set-up
+  position with that colour to move, so the superko history and the record before it are
+  forgotten (the rules have no way to express such a sequence).
+* **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
+  rate at or below `resign_threshold`, genmove answers ``resign`` (0 disables resigning; the
+  rule is the engine's `ResignTracker`, shared with the lichess bridge).
+* **Go's move rules.**  Passing only when passing cannot lose, no filling of our own eyes,
+  capturing dead stones before passing, and ``kgs-genmove_cleanup`` are the engine's
+  (`klent.engine.go_rules`), which the `Player` applies to every Go move, so GTP, HTTP and the web
+  page play by the same rules.  Dead stones are judged by the model's ownership head, unless
+  `GtpConfig.judge_dead_stones` is off (``--all-stones-alive``).  A pass that ends the game
+  with our win is never counted towards resigning.
+* **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed the engine's `GameClock`;
+  each move searches for the clock's budget (`klent.engine.timecontrol`, keeping ``margin`` seconds
+  of lag per move), capped by the configured simulations; a budget of 0 plays reactively.
+* **Scoring.**  `final_score` is the judged score (`klent.engine.player.Player.judged`) and
+  `final_status_list dead` the stones the ownership head calls dead; without that head, the
+  Tromp-Taylor area score with every stone counted alive (blind to dead stones, which is why
+  the engine captures them under cleanup), and no stone is dead.
+* **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line after each search of
+  an analysis (`klent.engine.player.Player.analyse`) until the next input line arrives.  Our search
+  is planned from its budget (Sequential Halving), so an analysis is successive searches on the
+  same tree (tree reuse makes each continue where the previous stopped), growing until one
+  takes about the command's interval, so that lines come at least that often; the visits shown
+  are the tree's, so they grow across searches.  The tree stops growing when it holds the
+  player's memory (`klent.engine.player.PlayOptions.memory`, ``klent gtp --memory``; about 4.2 KB
+  a 9x9 node) and the command then waits for input.  Analysis always
+  searches (also in reactive mode).  ``*-genmove_analyze`` runs the move's normal search and
+  prints its analysis once before ``play <move>``.  Fields: Leela Zero's winrate and prior in
+  1/10000; KataGo's as fractions with utility = the move's value in [-1, 1].  With
+  ``ownership true`` and a model with an ownership head, ``kata-analyze`` ends each line with
+  ``ownership`` and one value per point (row by row from the top left, +1 = the side to move's,
+  as KataGo reports it by default); a model without that head prints none.  No per-move
+  ``scoreMean``/``lcb`` fields: the score head values the position, not each move.
+* **TD search.**  In the modes "td" and "dyna2" (`klent.engine.search.td`) the engine plays without
+  a network, on any board size for TD search and on the sizes with permanent weights
+  (``go<N>-td.npz``) for Dyna-2; the transient memory is carried from move to move of a game
+  and forgotten at ``clear_board``.  A clock's budget is time for simulated games (out of time,
+  the move is chosen on what the memory already knows); dead stones are judged by simulated
+  games; the analysis commands need a network and answer an error.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+from klent.engine.games.base import GameFormatError, IllegalMoveError
+from klent.engine.games.go import GoGame, GoState
+from klent.engine.games.sgf import read_sgf, result_text, write_sgf
+from klent.engine.player import (
+    DEFAULT_WEIGHTS_DIR,
+    TD_MODES,
+    Decision,
+    GameClock,
+    Judgement,
+    MoveRule,
+    Player,
+    PlayOptions,
+    ResignTracker,
+    go_board_sizes,
+    write_text_atomically,
+)
+from klent.protocols.go_text import board_text
+from klent.protocols.gtp_clock import gtp_time_settings, kgs_time_settings
+from klent.protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, gtp_float, gtp_int, parse, reply_head
+
+PROTOCOL_VERSION = "2"
+DEFAULT_SIZE = 19
+MAX_KOMI = 150.0  # |komi| accepted, as by the HTTP API
+DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
+_TOO_LONG = "\x00too-long"  # marks an input line cut at MAX_LINE by the reader thread
+
+# GTP colour = our player index (0 = Black moves first).
+COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
+COLOUR_NAMES = ("B", "W")
+
+
+@dataclass
+class GtpConfig:
+    """How `klent gtp` was started."""
+
+    model: Path | None = None  # one model for its board size; None: weights_dir/go{N}.onnx
+    weights_dir: Path = DEFAULT_WEIGHTS_DIR
+    options: PlayOptions = field(default_factory=PlayOptions)
+    resign_threshold: float = 0.05  # win rate; 0 disables resigning
+    resign_moves: int = 3
+    time_margin: float = 0.2  # seconds of lag kept per move
+    threads: int | None = None
+    device: str = "auto"  # klent.engine.network.DEVICE_CHOICES
+    seed: int | None = None
+    name: str = "klent"
+    version: str = "0"
+    # Judge dead stones by the model's ownership head (when it has one); False counts every
+    # stone alive as a model without the head does -- the "before" of a measurement.  It
+    # becomes the players' `PlayOptions.judge_dead_stones`.
+    judge_dead_stones: bool = True
+    # Dyna-2's permanent memory (mode "dyna2"); its board size is then the only one accepted.
+    # None: weights_dir/go{N}-td.npz.
+    td_weights: Path | None = None
+
+
+@dataclass(frozen=True)
+class _AnalysisRequest:
+    colour: int | None
+    interval: float  # seconds
+    min_moves: int
+    max_moves: int
+    ownership: bool = False
+
+
+class GtpEngine:
+    """The GTP command set over one `Player` per board size."""
+
+    def __init__(self, config: GtpConfig, out: TextIO = sys.stdout) -> None:
+        self.config = config
+        self.options = replace(config.options, judge_dead_stones=config.judge_dead_stones)
+        self.out = out
+        self.clock = GameClock(margin=config.time_margin)
+        self._players: dict[int, Player] = {}
+        self._input_ready = threading.Event()  # set while an input line waits to be handled
+        # The board sizes there are files for, fixed for the session (`boardsize` refuses the others).
+        self._sizes = go_board_sizes(self.options, config.model, config.weights_dir, config.td_weights)
+        self.handlers: dict[str, Callable[[list[str]], str]] = {
+            "protocol_version": lambda args: PROTOCOL_VERSION,
+            "name": lambda args: config.name,
+            "version": lambda args: config.version,
+            "known_command": self.cmd_known_command,
+            "list_commands": lambda args: "\n".join([*self.handlers, *self.streaming]),
+            "quit": lambda args: "",
+            "boardsize": self.cmd_boardsize,
+            "clear_board": self.cmd_clear_board,
+            "komi": self.cmd_komi,
+            "play": self.cmd_play,
+            "genmove": lambda args: self.cmd_genmove(args, commit=True),
+            "reg_genmove": lambda args: self.cmd_genmove(args, commit=False),
+            "kgs-genmove_cleanup": lambda args: self.cmd_genmove(args, commit=True, cleanup=True),
+            "undo": self.cmd_undo,
+            "showboard": lambda args: board_text(self.state),
+            "fixed_handicap": lambda args: self.cmd_handicap(args, self.game.fixed_handicap_points),
+            "place_free_handicap": lambda args: self.cmd_handicap(args, self.game.free_handicap_points),
+            "set_free_handicap": self.cmd_set_free_handicap,
+            "time_settings": self.cmd_time_settings,
+            "kgs-time_settings": self.cmd_kgs_time_settings,
+            "time_left": self.cmd_time_left,
+            "final_score": lambda args: result_text(self._judged(self.state).judged),
+            "final_status_list": self.cmd_final_status_list,
+            "loadsgf": self.cmd_loadsgf,
+            "printsgf": self.cmd_printsgf,
+        }
+        # Commands whose reply is written while they run (analysis streams).
+        self.streaming: dict[str, Callable[[str, list[str]], None]] = {
+            "lz-analyze": lambda cid, args: self.stream_analyze(cid, args, "lz"),
+            "kata-analyze": lambda cid, args: self.stream_analyze(cid, args, "kata"),
+            "lz-genmove_analyze": lambda cid, args: self.stream_genmove_analyze(cid, args, "lz"),
+            "kata-genmove_analyze": lambda cid, args: self.stream_genmove_analyze(cid, args, "kata"),
+        }
+        self.game = GoGame(self._default_size())
+        self._new_game(self.game.initial_state())
+
+    # --- session --------------------------------------------------------------------------
+
+    def run(self, stdin: BinaryIO) -> int:
+        """Serve commands from ``stdin`` until ``quit`` or end of input; returns the exit status."""
+        lines: queue.Queue[str | None] = queue.Queue()
+        lock = threading.Lock()
+
+        def read() -> None:
+            # Reading stops after the last line (end of input or ``quit``): a thread still
+            # blocked on stdin would abort the interpreter's exit.
+            last = False
+            while not last:
+                raw = stdin.readline(MAX_LINE + 1)
+                text: str | None
+                if not raw:
+                    text, last = None, True
+                elif len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+                    while (rest := stdin.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                        pass  # drop the rest of an over-long line
+                    text = raw[:64].decode("utf-8", "replace") + _TOO_LONG
+                else:
+                    text = raw.decode("utf-8", "replace")
+                    command = parse(text)
+                    last = command is not None and command.name == "quit"
+                with lock:
+                    lines.put(text)
+                    self._input_ready.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        while True:
+            line = lines.get()
+            with lock:
+                if lines.empty():
+                    self._input_ready.clear()
+            if line is None:
+                return 0
+            if self.handle_line(line) == "quit":
+                return 0
+
+    def handle_line(self, line: str) -> str | None:
+        """Answer one input line on ``self.out``; returns the command name (None if ignored)."""
+        if line.endswith(_TOO_LONG):
+            command = parse(line[: -len(_TOO_LONG)])
+            self._write(format_reply(command.id if command else "", "command line too long", ok=False))
+            return ""
+        command = parse(line)
+        if command is None:
+            return None
+        if command.name in self.streaming:
+            try:
+                self.streaming[command.name](command.id, command.args)
+            except GtpError as error:
+                self._write(format_reply(command.id, str(error), ok=False))
+            return command.name
+        self._write(self.execute(command))
+        return command.name
+
+    def execute(self, command: Command) -> str:
+        """The complete reply to a non-streaming command."""
+        handler = self.handlers.get(command.name)
+        if handler is None:
+            return format_reply(command.id, "unknown command", ok=False)
+        try:
+            return format_reply(command.id, handler(command.args))
+        except GtpError as error:
+            return format_reply(command.id, str(error), ok=False)
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+    # --- game, position and model ---------------------------------------------------------
+
+    def _default_size(self) -> int:
+        """19 if there is a model for it, else 9 if there is one for 9, else the smallest (the
+        files are Dyna-2's weights in mode "dyna2"; TD search needs none)."""
+        if not self._sizes or DEFAULT_SIZE in self._sizes:
+            return DEFAULT_SIZE
+        return 9 if 9 in self._sizes else self._sizes[0]
+
+    def _new_game(self, state: GoState) -> None:
+        """Start afresh from ``state`` (an empty board, or a position read from an SGF record)."""
+        self.game = state.game
+        self.state = state
+        self.history: list[GoState] = []  # states before each change, for `undo`
+        resign = self.config.resign_threshold, self.config.resign_moves
+        self._resign = {colour: ResignTracker.from_winrate(*resign) for colour in (0, 1)}
+
+    def _commit(self, state: GoState) -> None:
+        """Make ``state`` current, remembering the old one for `undo`."""
+        self.history.append(self.state)
+        self.state = state
+
+    def _line_for(self, colour: int) -> GoState:
+        """The position from which ``colour`` moves next.
+
+        The current game line when it is ``colour``'s turn in a game not over; otherwise a
+        set-up position of the current board with ``colour`` to move.
+        """
+        state = self.state
+        if state.to_play == colour and not state.is_terminal:
+            return state
+        return self.game.board_position(state, colour)
+
+    def _play(self, colour: int, action: int) -> None:
+        """Play ``action`` for ``colour``; raises `IllegalMoveError` before anything changes."""
+        self._commit(self._line_for(colour).play(action))
+
+    def player(self, state: GoState) -> Player:
+        """The player for this board size, loaded on first use, set to ``state``'s line."""
+        player = self._players.get(self.game.size)
+        if player is None:
+            try:
+                player = Player.load(
+                    self.game,
+                    model=self.config.model,
+                    weights_dir=self.config.weights_dir,
+                    options=self.options,
+                    threads=self.config.threads,
+                    device=self.config.device,
+                    seed=self.config.seed,
+                    td_weights=self.config.td_weights,
+                )
+            except (FileNotFoundError, ValueError) as error:
+                raise GtpError(f"cannot load model: {error}") from None
+            self._players[self.game.size] = player
+        player.set_position(state.start(), state.moves())
+        return player
+
+    def _vertex(self, text: str) -> int:
+        try:
+            return self.game.parse_vertex(text)
+        except GameFormatError:
+            raise GtpError("invalid coordinate") from None
+
+    # --- commands: administration and setup -----------------------------------------------
+
+    def cmd_known_command(self, args: list[str]) -> str:
+        name = _one_arg(args).lower()
+        return "true" if name in self.handlers or name in self.streaming else "false"
+
+    def cmd_boardsize(self, args: list[str]) -> str:
+        try:
+            size = gtp_int(_one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        if size not in self._sizes:
+            raise GtpError("unacceptable size")
+        self._new_game(GoGame(size, self.game.komi).initial_state())
+        return ""
+
+    def cmd_clear_board(self, args: list[str]) -> str:
+        self._new_game(self.game.initial_state())
+        return ""
+
+    def cmd_komi(self, args: list[str]) -> str:
+        try:
+            komi = gtp_float(_one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        if abs(komi) > MAX_KOMI:
+            raise GtpError(f"syntax error (komi must be between {-MAX_KOMI:g} and {MAX_KOMI:g})")
+        if komi != self.game.komi:
+            self.game = self.game.with_komi(komi)
+            self.state = self.game.replay(self.state)
+            self.history = [self.game.replay(state) for state in self.history]
+        return ""
+
+    def cmd_play(self, args: list[str]) -> str:
+        if len(args) != 2:
+            raise GtpError("syntax error")
+        colour = _colour(args[0])
+        action = self._vertex(args[1])
+        try:
+            self._play(colour, action)
+        except IllegalMoveError:
+            raise GtpError("illegal move") from None
+        return ""
+
+    def cmd_undo(self, args: list[str]) -> str:
+        if args:
+            raise GtpError("syntax error")
+        if not self.history:
+            raise GtpError("cannot undo")
+        self.state = self.history.pop()
+        return ""
+
+    def cmd_handicap(self, args: list[str], layout: Callable[[int], list[int]]) -> str:
+        """``fixed_handicap`` and ``place_free_handicap``: the stones where ``layout`` puts them."""
+        self._check_empty_board()
+        try:
+            count = gtp_int(_one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        try:
+            points = layout(count)
+        except ValueError:
+            raise GtpError("invalid number of stones") from None
+        return self._place_handicap(points)
+
+    def cmd_set_free_handicap(self, args: list[str]) -> str:
+        self._check_empty_board()
+        try:
+            points = [self.game.parse_vertex(text) for text in args]
+        except GameFormatError:
+            raise GtpError("bad vertex list") from None
+        distinct = len(set(points)) == len(points)
+        if len(points) < 2 or not distinct or len(points) >= self.game.pass_action or self.game.pass_action in points:
+            raise GtpError("bad vertex list")
+        self._place_handicap(points)
+        return ""
+
+    def _check_empty_board(self) -> None:
+        if self.state.board().any():
+            raise GtpError("board not empty")
+
+    def _place_handicap(self, points: list[int]) -> str:
+        self._commit(self.game.setup_state(black=points, to_play=1))
+        return " ".join(self.game.vertex(p) for p in points)
+
+    # --- commands: time -------------------------------------------------------------------
+
+    def cmd_time_settings(self, args: list[str]) -> str:
+        if len(args) != 3:
+            raise GtpError("syntax error")
+        try:
+            settings = gtp_time_settings(gtp_float(args[0]), gtp_float(args[1]), gtp_int(args[2]))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        self.clock.reset(settings)
+        return ""
+
+    def cmd_kgs_time_settings(self, args: list[str]) -> str:
+        try:
+            settings = kgs_time_settings(args)
+        except ValueError as error:
+            raise GtpError(f"syntax error ({error})") from None
+        self.clock.reset(settings)
+        return ""
+
+    def cmd_time_left(self, args: list[str]) -> str:
+        if len(args) != 3:
+            raise GtpError("syntax error")
+        colour = _colour(args[0])
+        try:
+            self.clock.time_left(colour, gtp_float(args[1]), gtp_int(args[2]))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        return ""
+
+    # --- commands: moves ------------------------------------------------------------------
+
+    def cmd_genmove(self, args: list[str], commit: bool, cleanup: bool = False) -> str:
+        colour = _colour(_one_arg(args))
+        _, action = self._choose(colour, cleanup=cleanup)
+        return self._finish_move(colour, action, commit)
+
+    def _finish_move(self, colour: int, action: int | None, commit: bool) -> str:
+        """Play the chosen action (None = resign) and return its GTP text."""
+        if action is None:
+            return "resign"
+        if commit:
+            self._play(colour, action)
+        return self.game.vertex(action)
+
+    def _choose(self, colour: int, cleanup: bool = False, analysed: bool = False) -> tuple[Decision, int | None]:
+        """The decision for ``colour``'s move now (Go's move rules applied by the `Player`) and
+        the move to play (None: resign).
+
+        ``analysed``: the decision lists every legal move (for an analysis line), not the top few.
+        """
+        state = self._line_for(colour)
+        player = self.player(state)
+        budget = self.clock.budget(colour, empty_points=int((state.board() == 0).sum()))
+        options = replace(self.options.within(budget), cleanup=cleanup)
+        if analysed:
+            options = replace(options, top_moves=self.game.num_actions)
+        decision = player.decide(options)
+        self.clock.spend(colour, decision.elapsed)
+        if decision.rule is not MoveRule.PASS_WINS and self._resign[colour].should_resign(decision.value):
+            return decision, None
+        return decision, decision.action
+
+    def _judged(self, state: GoState) -> Judgement:
+        """``state`` as a referee counts it (`Player.judged`); every stone alive when no model
+        loads, so that the scoring commands still answer then."""
+        try:
+            return self.player(state).judged()
+        except GtpError:
+            return Judgement.all_alive(state)
+
+    # --- commands: scoring and records ----------------------------------------------------
+
+    def cmd_final_status_list(self, args: list[str]) -> str:
+        status = _one_arg(args).lower()
+        if status not in ("alive", "dead", "seki"):
+            raise GtpError("syntax error")
+        if status == "seki":
+            return ""
+        chains = self._judged(self.state).chains(dead=status == "dead")
+        return "\n".join(" ".join(self.game.vertex(p) for p in chain) for chain in chains)
+
+    def cmd_loadsgf(self, args: list[str]) -> str:
+        if not 1 <= len(args) <= 2:
+            raise GtpError("syntax error")
+        try:
+            move_number = gtp_int(args[1]) if len(args) == 2 else None
+        except ValueError:
+            raise GtpError("syntax error") from None
+        if os.path.exists(args[0]) and not os.path.isfile(args[0]):  # a fifo or /dev/zero: no end
+            raise GtpError("cannot load file (not a regular file)")
+        try:
+            record = read_sgf(Path(args[0]).read_bytes())
+        except (OSError, GameFormatError) as error:
+            raise GtpError(f"cannot load file ({error})") from None
+        if record.game.size not in self._sizes:
+            raise GtpError("cannot load file (unacceptable size)")
+        # "loadsgf file n": the position before move n is played, i.e. after n - 1 moves.
+        played = len(record.states) - 1 if move_number is None else min(max(move_number - 1, 0), len(record.states) - 1)
+        self._new_game(record.states[played])
+        return COLOUR_NAMES[self.state.to_play].lower()
+
+    def cmd_printsgf(self, args: list[str]) -> str:
+        if len(args) > 1:
+            raise GtpError("syntax error")
+        text = write_sgf(self.state)
+        if not args:
+            return text
+        path = _writable_file(args[0])
+        try:
+            write_text_atomically(path, text)
+        except OSError as error:
+            raise GtpError(f"cannot write {args[0]} ({error.strerror or error})") from None
+        return ""
+
+    # --- analysis -------------------------------------------------------------------------
+
+    def stream_analyze(self, cid: str, args: list[str], style: str) -> None:
+        request = self._analysis_request(args)
+        state = self.state if request.colour is None else self._line_for(request.colour)
+        if state.is_terminal:
+            raise GtpError("the game is over")
+        if self.options.mode in TD_MODES:
+            raise GtpError("analysis needs a network; this engine plays TD search")
+        player = self.player(state)
+        self._write(reply_head(cid) + "\n")
+        options = replace(self.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)
+
+        def update(decision: Decision) -> bool:
+            self._write(self._info_line(decision, style, request, player) + "\n")
+            return True
+
+        if not self._input_ready.is_set():
+            player.analyse(update, self._input_ready, options, interval=request.interval)
+        self._input_ready.wait()  # with the tree full, the analysis waits for input
+        self._write("\n")
+
+    def stream_genmove_analyze(self, cid: str, args: list[str], style: str) -> None:
+        request = self._analysis_request(args)
+        if request.colour is None:
+            raise GtpError("syntax error (missing colour)")
+        self.player(self.state)  # load the model before the reply starts: a failure is then `? ...`
+        self._write(reply_head(cid) + "\n")
+        decision, action = self._choose(request.colour, analysed=True)
+        self._write(self._info_line(decision, style, request, self.player(self.state)) + "\n")
+        self._write(f"play {self._finish_move(request.colour, action, commit=True)}\n\n")
+
+    def _analysis_request(self, args: list[str]) -> _AnalysisRequest:
+        """``[colour] [interval] [key value]...`` as Leela Zero and KataGo accept them."""
+        colour, interval, min_moves, max_moves, ownership = None, DEFAULT_INTERVAL, 0, 0, False
+        words = list(args)
+        if words and words[0].lower() in COLOURS:
+            colour = COLOURS[words.pop(0).lower()]
+        if words and words[0].isascii() and words[0].isdigit():
+            interval = int(words.pop(0)) / 100.0
+        while words:
+            key = words.pop(0).lower()
+            if not words:
+                raise GtpError(f"syntax error (no value for {key!r})")
+            value = words.pop(0)
+            try:
+                if key == "interval":
+                    interval = gtp_int(value) / 100.0
+                elif key == "minmoves":
+                    min_moves = gtp_int(value)
+                elif key == "maxmoves":
+                    max_moves = gtp_int(value)
+                elif key in ("ownership", "ownershipstdev", "pvvisits", "movesownership", "rootinfo", "pvedgevisits"):
+                    if value.lower() not in ("true", "false"):
+                        raise ValueError(value)
+                    if key == "ownership":
+                        ownership = value.lower() == "true"
+                else:
+                    raise GtpError(f"unsupported analysis option {key!r}")
+            except ValueError:
+                raise GtpError(f"syntax error (bad value for {key!r})") from None
+        if interval <= 0:
+            interval = DEFAULT_INTERVAL
+        return _AnalysisRequest(colour, max(0.05, interval), max(0, min_moves), max(0, max_moves), ownership)
+
+    def _info_line(self, decision: Decision, style: str, request: _AnalysisRequest, player: Player) -> str:
+        """The candidate moves of a decision as one ``info move ...`` line (and KataGo's
+        ``ownership`` field when asked for and the model has the head)."""
+        # Most visited in the tree first; among equal counts the facade's order (its preference).
+        moves = sorted(decision.top_moves, key=lambda m: -m.visits)
+        visited = [m for m in moves if m.visits > 0]
+        shown = moves[: max(len(visited), request.min_moves, 1)]
+        if request.max_moves:
+            shown = shown[: request.max_moves]
+        parts = []
+        for order, m in enumerate(shown):
+            pv = " ".join(m.pv)
+            if style == "lz":
+                parts.append(
+                    f"info move {m.move} visits {m.visits} winrate {round(10000 * m.winrate)} "
+                    f"prior {round(10000 * m.prior)} order {order} pv {pv}"
+                )
+            else:
+                parts.append(
+                    f"info move {m.move} visits {m.visits} utility {m.q:.6f} winrate {m.winrate:.6f} "
+                    f"prior {m.prior:.6f} order {order} pv {pv}"
+                )
+        if style != "lz" and request.ownership:
+            ownership = player.ownership()
+            if ownership is not None:
+                parts.append("ownership " + " ".join(f"{v:.6f}" for v in ownership.owner.ravel()))
+        return " ".join(parts)
+
+
+def _one_arg(args: list[str]) -> str:
+    if len(args) != 1:
+        raise GtpError("syntax error")
+    return args[0]
+
+
+def _colour(text: str) -> int:
+    colour = COLOURS.get(text.lower())
+    if colour is None:
+        raise GtpError("invalid color")
+    return colour
+
+
+def _writable_file(name: str) -> str:
+    """The file ``printsgf name`` may write: an existing regular file (links followed) or a new
+    one in an existing folder.
+
+    The record replaces its target atomically, which would as readily replace a folder entry for
+    a device or a fifo, or create missing folders; a controller naming such a path made a
+    mistake, so it gets an error and the path is left as it was.
+    """
+    path = os.path.realpath(name)
+    # os.path's tests answer False where Path's raise (a name too long, a folder we may not read).
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise GtpError(f"cannot write {name} (not a regular file)")
+    if not os.path.isdir(os.path.dirname(path)):
+        raise GtpError(f"cannot write {name} (no such folder)")
+    return path
+

@@ -1,0 +1,1 @@
+"""The HTTP/JSON API and the web page, on top of `klent.engine.player`."""

@@ -1,0 +1,133 @@
+"""Measuring a training run: the JSONL metrics log and the evaluation matches.
+
+The log has one JSON object per iteration (losses, entropy of pi', KL(pi' || pi), |Q - G|,
+samples/s, simulator evaluations, win rates when evaluated); `klent plot` draws it.  The
+evaluation plays the greedy policy (argmax of the policy head, no search: the paper's reactive
+evaluation, appendix B) against uniform random play and against an earlier model; games always
+start from the initial position, colours alternate, a draw counts half.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from klent.engine.files import write_text_atomically
+from klent.engine.games.base import Game, State
+from klent.engine.network import Evaluator
+
+# An agent picks one action for each of a batch of states (one network call for all of them).
+Agent = Callable[[Sequence[State]], np.ndarray]
+
+
+# ---------------------------------------------------------------------------------------------
+# The JSONL log
+# ---------------------------------------------------------------------------------------------
+
+
+def append_metrics(path: str | Path, record: dict) -> None:
+    """Append one record as a line (flushed and fsynced: the line is complete or absent)."""
+    line = json.dumps(_finite(record), sort_keys=True) + "\n"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(line)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_metrics(path: str | Path) -> list[dict]:
+    """All complete records of a log; a torn last line (a killed writer) is ignored."""
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
+
+
+def truncate_metrics(path: str | Path, last_iteration: int) -> None:
+    """Keep only the records up to ``last_iteration`` (atomically), for a resumed run whose
+    process died after logging an iteration but before checkpointing it."""
+    path = Path(path)
+    if not path.exists():
+        return
+    kept = [r for r in read_metrics(path) if r.get("iteration", -1) <= last_iteration]
+    write_text_atomically(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+
+
+def _finite(record: dict) -> dict:
+    """NaN / inf become null: JSON has no NaN, and plotting skips nulls."""
+    return {
+        k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Agents and matches
+# ---------------------------------------------------------------------------------------------
+
+
+def greedy_agent(evaluator: Evaluator) -> Agent:
+    """argmax of the masked policy logits: the network's reactive move."""
+
+    def choose(states: Sequence[State]) -> np.ndarray:
+        return evaluator.evaluate(states).policy_logits.argmax(axis=1)
+
+    return choose
+
+
+def random_agent(rng: np.random.Generator) -> Agent:
+    """A uniformly random legal move."""
+
+    def choose(states: Sequence[State]) -> np.ndarray:
+        return np.array([rng.choice(state.legal_actions()) for state in states], dtype=np.int64)
+
+    return choose
+
+
+def play_games(
+    game: Game,
+    agent: Agent,
+    opponent: Agent,
+    games: int,
+    rng: np.random.Generator,
+    opening_plies: int = 0,
+) -> np.ndarray:
+    """``agent``'s reward (+1, 0, -1) in each of ``games`` games; it moves first in the even ones.
+
+    All games run side by side so each agent makes one batched call per move.  The first
+    ``opening_plies`` moves of every game are uniformly random (drawn with ``rng``): two
+    deterministic players would otherwise repeat the same two games.
+    """
+    if games < 1:
+        raise ValueError("a match needs at least one game")
+    states = [game.initial_state() for _ in range(games)]
+    agent_player = np.arange(games) % 2  # the player the agent is in each game
+    while True:
+        running = [i for i, s in enumerate(states) if not s.is_terminal]
+        if not running:
+            break
+        choices: dict[int, int] = {}
+        for i in running:
+            if states[i].move_number < opening_plies:
+                choices[i] = int(rng.choice(states[i].legal_actions()))
+        rest = [i for i in running if i not in choices]
+        for who, chooser in ((True, agent), (False, opponent)):
+            mine = [i for i in rest if (states[i].to_play == agent_player[i]) == who]
+            if mine:
+                for i, action in zip(mine, chooser([states[i] for i in mine])):
+                    choices[i] = int(action)
+        for i, action in choices.items():
+            states[i] = states[i].play(action)
+    return np.array([s.reward_for(int(p)) for s, p in zip(states, agent_player)])
+
+
+def match_score(rewards: np.ndarray) -> float:
+    """Score of the player whose rewards (+1, 0, -1) these are: (wins + draws / 2) / games."""
+    return float((np.mean(rewards) + 1.0) / 2.0)
