@@ -40,6 +40,7 @@ import numpy as np
 from klent.engine.files import atomic_target
 from klent.engine.games import go_kernels as gk
 from klent.engine.games.go import GoGame, GoState
+from klent.engine.search import td_features as tf
 from klent.engine.search import td_kernels as tk
 
 WEIGHTS_FORMAT = "klent-td-weights"
@@ -90,7 +91,7 @@ class TdConfig:
             raise ValueError(f"trace_cutoff must be within (0, 1), not {self.trace_cutoff!r}")
         if self.greedy_moves < 0:
             raise ValueError(f"greedy_moves must be >= 0, not {self.greedy_moves!r}")
-        tk.check_memory(self.shapes, self.sharing)
+        tf.check_memory(self.shapes, self.sharing)
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,7 +110,7 @@ class ShapeWeights:
     info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        tk.check_memory(self.shapes, self.sharing)
+        tf.check_memory(self.shapes, self.sharing)
         expected = self.weight_count(self.size, self.shapes, self.sharing)
         if self.theta.shape != (expected,):
             layout = f"{self.size}x{self.size} {self.shapes} {self.sharing}"
@@ -117,7 +118,7 @@ class ShapeWeights:
 
     @staticmethod
     def weight_count(size: int, shapes: tuple[int, ...], sharing: tuple[str, ...]) -> int:
-        return sum(tk.square_table(size, k, mode)[2] for k in shapes for mode in sharing)
+        return sum(tf.square_table(size, k, mode)[2] for k in shapes for mode in sharing)
 
     @classmethod
     def zeros(
@@ -210,9 +211,9 @@ class Features:
             raise ValueError("a value function needs at least one memory")
         shapes = set(learnt[0] if learnt else ()) | set(permanent.shapes if permanent else ())
         enumerated = tuple(sorted(shapes))
-        self.geometry = tk.windows(size, enumerated)
+        self.geometry = tf.windows(size, enumerated)
         if learnt:
-            self.index, self.sign, count = tk.shape_maps(size, enumerated, *learnt)
+            self.index, self.sign, count = tf.shape_maps(size, enumerated, *learnt)
         else:
             self.index = np.zeros((0, self.geometry.features), dtype=np.int32)
             self.sign = np.zeros((0, self.geometry.features), dtype=np.int8)
@@ -220,7 +221,7 @@ class Features:
         self.theta = np.zeros(count)
         self.fixed = np.zeros(0)
         if permanent:
-            index, sign, _ = tk.shape_maps(size, enumerated, permanent.shapes, permanent.sharing)
+            index, sign, _ = tf.shape_maps(size, enumerated, permanent.shapes, permanent.sharing)
             self.fixed = tk.fixed_values(index, sign, permanent.theta)
         self.traces = tk.new_traces(count)
 

@@ -12,6 +12,7 @@ import pytest
 
 from klent.engine.games import go_kernels as gk
 from klent.engine.games.go import GoGame
+from klent.engine.search import td_features as tf
 from klent.engine.search import td_kernels as tk
 from klent.engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
 from klent.training.td_learning import train
@@ -35,10 +36,10 @@ def board(size: int, stones: dict[int, int]) -> np.ndarray:
 
 
 def test_feature_and_weight_counts_are_the_papers_table_1():
-    geometry = tk.windows(9, (1, 2, 3))
+    geometry = tf.windows(9, (1, 2, 3))
     assert geometry.count == 81 + 64 + 49
     assert geometry.features == 969894  # Table 1, "Total features"
-    unique = {(k, s): tk.square_table(9, k, s)[2] for k in (1, 2, 3) for s in ("LI", "LD")}
+    unique = {(k, s): tf.square_table(9, k, s)[2] for k in (1, 2, 3) for s in ("LI", "LD")}
     assert unique[1, "LI"] == 1 and unique[1, "LD"] == 15
     assert unique[2, "LI"] == 8 and unique[2, "LD"] == 344
     assert unique[3, "LI"] == 1418
@@ -63,7 +64,7 @@ def test_window_codes_of_a_hand_made_position():
 
 
 def test_location_independent_sharing_of_2x2_shapes():
-    index, sign, _ = tk.square_table(9, 2, "LI")
+    index, sign, _ = tf.square_table(9, 2, "LI")
     one_black = [1, 3, 9, 27]  # a black stone on each cell of the square
     one_white = [2, 6, 18, 54]
     for location in (0, 5, 63):
@@ -81,7 +82,7 @@ def test_location_independent_sharing_of_2x2_shapes():
 
 
 def test_location_dependent_sharing_of_1x1_and_2x2_shapes():
-    index, sign, _ = tk.square_table(9, 1, "LD")
+    index, sign, _ = tf.square_table(9, 1, "LD")
     corners = [0, 8, 72, 80]  # A9, J9, A1, J1
     black = [p * 3 + 1 for p in corners]
     white = [p * 3 + 2 for p in corners]
@@ -89,7 +90,7 @@ def test_location_dependent_sharing_of_1x1_and_2x2_shapes():
     assert all(sign[f] == 1 for f in black) and all(sign[f] == -1 for f in white)
     assert index[1 * 3 + 1] != index[0 * 3 + 1]  # B9 is not a corner...
     assert index[1 * 3 + 1] == index[9 * 3 + 1]  # ...but the diagonal mirror of A8
-    index2, sign2, _ = tk.square_table(9, 2, "LD")
+    index2, sign2, _ = tf.square_table(9, 2, "LD")
     # A black stone on the board's corner point: cell 0 of the A9 square, cell 1 of the H9
     # square (top right); on cell 3 of the A9 square (B8) it is another shape there.
     assert index2[0 * 81 + 1] == index2[7 * 81 + 3] and sign2[7 * 81 + 3] == 1
@@ -97,7 +98,7 @@ def test_location_dependent_sharing_of_1x1_and_2x2_shapes():
 
 
 def test_unshared_features_have_a_weight_per_location_and_no_empty_shape():
-    index, sign, count = tk.square_table(9, 2, "none")
+    index, sign, count = tf.square_table(9, 2, "none")
     assert count == 64 * 81 and np.array_equal(index, np.arange(count))
     assert not sign.reshape(64, 81)[:, 0].any() and sign.reshape(64, 81)[:, 1:].all()
 
