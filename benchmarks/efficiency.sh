@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Efficiency curves: KLENT against the Gumbel AlphaZero baseline on Gardner chess and Animal
-# Shogi (issue #20), the KLENT paper's figure 5 at a CPU's scale.  Each run trains with
+# Shogi, the KLENT paper's figure 5 at a CPU's scale.  Each run trains with
 # klent/training/configs/<game>_<algo>_cpu.toml (the two algorithms' configs differ only in the
 # algorithm, its collection window and the iterations that spend the same ~2e7 simulator
 # evaluations) and plays Fairy-Stockfish (depth 1; skill level 0 on Animal Shogi, -5 on Gardner

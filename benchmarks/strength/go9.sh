@@ -30,7 +30,7 @@
 # is chosen among model M's K most probable.
 #
 # OPPONENT is GNU Go at LEVEL (gnugo, the default) or klent's Gumbel search with MODEL and S
-# seconds a move (gumbelSs; both on one thread, resigning as klent gtp does by default): the issue #19
+# seconds a move (gumbelSs; both on one thread, resigning as klent gtp does by default): TD search's
 # head-to-head at equal time, e.g. SETTINGS=dyna2-1s OPPONENT=gumbel1s KLENT_FLAGS="--td-root-moves
 # 5 --model weights/go9.onnx". GNU Go (level 10) then only scores the games that end in two passes.
 #

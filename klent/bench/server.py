@@ -30,7 +30,7 @@ vs 0.72 ms per position at batch 64; 2 threads 0.74 vs 0.39 ms), and the Python 
 request (HTTP, JSON, replaying the moves) costs about as much as its network call.  Merging
 pays where a network call has a large fixed cost, i.e. on a GPU; this was not measured here.
 
-``--mode search`` (2026-11-25, benchmarks/RESULTS.md "int8 models"): batched 0.78x one at a
+``--mode search`` (2026-11-25, docs/experiments/2026-11-25-int8.md): batched 0.78x one at a
 time, 0 errors.  A search already batches its own leaves (a 200-simulation search of go9 makes
 9 network calls of 16-32 positions), so on this CPU merging searches has nothing left to gain.
 """

@@ -27,7 +27,7 @@ kind of CPU with ONNX Runtime 1.32 they broke the Go models (2026-11-28, benchma
 0.012 and 0.021).  7 bits are the choice that holds wherever the model goes.
 
 Why the graph is rewritten first, and which layers stay float (measured on the shipped go9
-model, 2026-11-25, benchmarks/RESULTS.md "int8 models"): ONNX Runtime runs an int8 convolution
+model, 2026-11-25, docs/experiments/2026-11-25-int8.md): ONNX Runtime runs an int8 convolution
 in the NHWC layout, and every operator left in float32 between two int8 ones costs a
 DequantizeLinear, a QuantizeLinear and two layout transposes.  The pre-activation residual
 blocks start with a batch norm that cannot be folded into a convolution (the skip path needs

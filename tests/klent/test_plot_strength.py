@@ -89,8 +89,8 @@ def test_a_results_table_gives_the_points_of_matches_whose_folders_are_gone(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     table = tmp_path / "rows.csv"
     table.write_text("player,simulations,wins,losses,draws,distinct,source\n"
-                     "TD search vs level 10,1000,12,88,0,100,RESULTS session U\n"
-                     "TD search vs level 10,2000,17,83,0,99,RESULTS session S\n", encoding="utf-8")
+                     "TD search vs level 10,1000,12,88,0,100,RESULTS.md, TD search\n"
+                     "TD search vs level 10,2000,17,83,0,99,RESULTS.md, TD search\n", encoding="utf-8")
     folder = match_folder(tmp_path, "td-s2-td-10000-level10", "klent gtp --mode td --simulations 10000", 35, 65)
     png = tmp_path / "elo.png"
     assert klent_main(["plot", "--strength", str(table), str(folder), "-o", str(png)]) == 0

@@ -226,7 +226,7 @@ def test_every_search_is_capped_by_the_server_time_limit(models_dir):
 
 def test_busy_server_answers_503_at_once_but_not_to_cheap_requests(models_dir):
     """Searches fill their own lane: the next search gets 503 at once, while a reactive move,
-    an analysis and a position are still answered (issue 24: long searches starved them)."""
+    an analysis and a position are still answered (long searches once starved them)."""
     with make_client(models_dir, max_simulations=1_000_000, max_searches=1) as busy:
         with ThreadPoolExecutor(1) as pool:
             slow = pool.submit(busy.post, "/v1/go9/move", json={"simulations": 1_000_000, "time": 1.5})
@@ -599,7 +599,7 @@ def test_a_go_move_over_http_does_not_pass_while_losing_on_the_board(passing_mod
         assert passing.post("/v1/go9/move", json={"mode": "reactive"}).json()["move"] == "pass"
 
 
-# --- TD search and Dyna-2 (issue 19) -------------------------------------------------------------
+# --- TD search and Dyna-2 -------------------------------------------------------------------
 
 
 def test_td_and_dyna2_moves_over_http(models_dir, untrained_model, tmp_path):

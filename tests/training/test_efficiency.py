@@ -1,4 +1,4 @@
-"""The efficiency-curve harness of issue #20 (the KLENT paper's figure 5): the anchor evaluation
+"""The efficiency-curve harness (the KLENT paper's figure 5): the anchor evaluation
 during training (klent/training/anchor.py, [eval] anchor*) against the real Fairy-Stockfish, its rows
 through a resume, `klent plot --efficiency` and its reach table, the four efficiency configs,
 and the one-line errors of a bad anchor."""

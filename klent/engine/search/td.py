@@ -39,12 +39,13 @@ import numpy as np
 
 from klent.engine.files import atomic_target
 from klent.engine.games import go_kernels as gk
-from klent.engine.games.go import GoGame, GoState
+from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from klent.engine.search import td_features as tf
 from klent.engine.search import td_kernels as tk
 
 WEIGHTS_FORMAT = "klent-td-weights"
 WEIGHTS_VERSION = 1  # bump when the weight layout of `td_kernels.shape_maps` changes
+MAX_HEADER_CHARS = 1 << 16  # of a weights file's JSON header (a real one: a few hundred)
 _NONE = np.zeros(0)  # no distribution of the simulations' first move: epsilon-greedy
 Stop = Callable[[], bool] | threading.Event
 
@@ -66,7 +67,7 @@ class TdConfig:
     - ``greedy_moves``: T, the simulated moves played epsilon-greedily before the default
       policy takes over (T = 6, Sect. 4.5.1; the paper's default policy was Fuego's, ours is
       uniformly random among moves that fill no own eye: one that captured and rescued chains
-      in atari first was measured weaker, benchmarks/RESULTS.md "TD search against GNU Go").
+      in atari first was measured weaker, docs/experiments/2026-11-25-td-search.md).
     - ``trace_cutoff``: eligibility-trace terms below this weight are dropped
       (`td_kernels.trace_depth`).
     - ``seed``: of the simulations' random choices (None: a fresh one).
@@ -146,24 +147,65 @@ class ShapeWeights:
 
     @classmethod
     def load(cls, path: str | Path) -> ShapeWeights:
-        """Read a file `save` wrote; ValueError names what is wrong with any other file."""
+        """Read a file `save` wrote; ValueError names what is wrong with any other file.
+
+        A hostile file costs bounded work: the header is read first, at most
+        `MAX_HEADER_CHARS` characters of JSON, and the weights only once its layout says how
+        many there are; a ``theta`` declared with another shape (an 8 TiB array, a zip bomb's
+        gigabytes of zeros) is refused before any of it is read.
+        """
         try:
-            with np.load(path, allow_pickle=False) as data:
-                header = json.loads(str(data["header"]))
-                theta = np.array(data["theta"], dtype=np.float64)
-        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+            with zipfile.ZipFile(path) as archive:
+                text = _read_npy(archive, "header", lambda shape, dtype: shape == () and dtype.kind == "U"
+                                 and dtype.itemsize <= 4 * MAX_HEADER_CHARS)
+                header = json.loads(str(text[()]))
+                found = (header.get("format"), header.get("version")) if isinstance(header, dict) else header
+                if found != (WEIGHTS_FORMAT, WEIGHTS_VERSION):
+                    raise ValueError(f"TD weights format {found!r}, this klent reads {WEIGHTS_FORMAT!r} "
+                                     f"version {WEIGHTS_VERSION}")
+                layout = _layout(header)
+                count = cls.weight_count(*layout)
+                theta = _read_npy(archive, "theta", lambda shape, dtype: shape == (count,) and dtype == np.float64)
+            info = dict(header.get("info", {}))
+        except RecursionError:  # json's parser, on a header nested deeper than it goes
+            raise ValueError(f"{path}: not a TD weights file (its header is nested too deeply)") from None
+        except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
             raise ValueError(f"{path}: not a TD weights file ({error})") from None
-        found = (header.get("format"), header.get("version")) if isinstance(header, dict) else header
-        if found != (WEIGHTS_FORMAT, WEIGHTS_VERSION):
-            raise ValueError(f"{path}: TD weights format {found!r}, this klent reads {WEIGHTS_FORMAT!r} "
-                             f"version {WEIGHTS_VERSION}")
         if not np.all(np.isfinite(theta)):
             raise ValueError(f"{path}: TD weights are not all finite")
-        try:
-            layout = int(header["size"]), tuple(header["shapes"]), tuple(header["sharing"])
-            return cls(*layout, theta, dict(header.get("info", {})))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{path}: bad TD weights header ({error})") from None
+        return cls(*layout, theta.copy(), info)
+
+
+def _layout(header: dict[str, Any]) -> tuple[int, tuple[int, ...], tuple[str, ...]]:
+    """The board size, shapes and sharing a weights file's header declares; ValueError for a
+    layout that cannot be (checked before `ShapeWeights.weight_count` builds its tables)."""
+    try:
+        size, shapes, sharing = header["size"], tuple(header["shapes"]), tuple(header["sharing"])
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"bad TD weights header ({error!r})") from None
+    if type(size) is not int or not MIN_SIZE <= size <= MAX_SIZE:
+        raise ValueError(f"bad TD weights header (board size {size!r})")
+    tf.check_memory(shapes, sharing)
+    return size, shapes, sharing
+
+
+def _read_npy(archive: zipfile.ZipFile, name: str, fits: Callable[[tuple[int, ...], np.dtype], bool]) -> np.ndarray:
+    """The array ``name`` of an ``.npz`` archive, read only if the shape and dtype its header
+    declares ``fits``, and then exactly its declared bytes, never more (a member may inflate
+    past what it declares)."""
+    with archive.open(f"{name}.npy") as member:
+        version = np.lib.format.read_magic(member)
+        read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in read_header:
+            raise ValueError(f"{name}: .npy format version {version}")
+        shape, fortran, dtype = read_header[version](member)
+        if fortran or dtype.hasobject or not fits(shape, dtype):
+            raise ValueError(f"{name}: a {dtype} array of shape {shape} is not what a TD weights file holds")
+        size = dtype.itemsize * int(np.prod(shape))
+        data = member.read(size + 1)
+    if len(data) != size:
+        raise ValueError(f"{name}: {len(data)} bytes of data where its header declares {size}")
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
 
 
 @dataclass(frozen=True, eq=False)

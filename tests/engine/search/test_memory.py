@@ -1,4 +1,4 @@
-"""The search tree's memory budget (issue 24, defect 6): `PlayOptions.memory`, UCI ``Hash`` and
+"""The search tree's memory budget: `PlayOptions.memory`, UCI ``Hash`` and
 ``klent gtp --memory`` bound the bytes the tree counts, searches and analyses stop growing it
 there and still answer, and tree reuse across moves stays within the budget in one forest."""
 
