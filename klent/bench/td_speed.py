@@ -1,6 +1,6 @@
 """Simulated moves per second of TD search on one core, beside the bare rules in the same run.
 
-Issue #19's goal: the shape features and the TD(lambda) update cost at most 2x the rules
+The goal: the shape features and the TD(lambda) update cost at most 2x the rules
 themselves, "side by side with `klent bench rules` (play + legal mask)".  Four measurements
 from the same start position, one after another:
 

@@ -19,6 +19,7 @@ BENCHMARKS = {
     "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
     "chess_regret": "value a chess model's moves give away by play setting (teacher labels, or a match's blunders)",
     "tree_memory": "search-tree bytes per node and process RSS growth against a memory budget (chess, go9)",
+    "teacher_cost": "a Go teacher's CPU seconds per labelled position, by board size and level",
 }
 
 
