@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from klent.cli import CommandError
-from klent.matchplay.engine_process import find_program
+from klent.matchplay.engine_process import EngineError, find_program
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
     bar.n = min(bar_start, config.positions)
     try:
         manifest = teacher.label(config, args.out, jobs=args.jobs, progress=progress)
+    except EngineError as error:  # a teacher that crashed, hung (`teacher.TEACHER_TIMEOUT`) or broke the protocol
+        raise CommandError(f"the teacher failed: {error}") from None
     finally:
         bar.close()
     print(f"{manifest.positions} positions ({manifest.train_positions} train, "

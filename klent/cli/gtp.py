@@ -74,7 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="... for this many consecutive own moves (default: 3)")
     parser.add_argument("--time-margin", type=float, default=0.2,
                         help="seconds of lag kept per move when on a clock (default: 0.2)")
-    parser.add_argument("--threads", type=int, default=None, help="ONNX Runtime threads (default: cores, at most 4)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="ONNX Runtime threads, 1 to 64 (default: cores, at most 4)")
     add_device(parser)
     parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible games)")
     parser.add_argument("--name", default="klent", help="what `name` answers (default: klent)")
@@ -117,7 +118,7 @@ def _td_config(args: argparse.Namespace) -> TdConfig:
 def run(args: argparse.Namespace) -> int:
     # Imported here so that `klent gtp --help` answers without loading onnxruntime and numba.
     from klent.engine.games.go import GoGame
-    from klent.engine.network import model_at_precision
+    from klent.engine.network import MAX_THREADS, model_at_precision
     from klent.engine.player import DEFAULT_MEMORY_MB, DEFAULT_WEIGHTS_DIR, PlayOptions, model_path_for
     from klent.protocols.gtp import GtpConfig, GtpEngine
 
@@ -148,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--resign-threshold must be in [0, 0.5) and --resign-moves >= 1")
     if args.time_margin < 0:
         raise CommandError("--time-margin must be >= 0")
+    if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:
+        raise CommandError(f"--threads must be between 1 and {MAX_THREADS}, got {args.threads}")
     check_device(args.device)
     td = _td_config(args)
     weights_dir = Path(args.weights_dir) if args.weights_dir else DEFAULT_WEIGHTS_DIR

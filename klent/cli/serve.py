@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="most positions per network call; 1 turns batching off (default %(default)s)")
     batching.add_argument("--batch-wait-ms", type=float, default=defaults.batch_wait * 1000,
                           help="longest wait for a batch to fill, in ms (default %(default)s)")
-    batching.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads")
+    batching.add_argument("--threads", type=int, default=None, help="ONNX Runtime intra-op threads, 1 to 64")
     add_device(batching)
     batching.add_argument("--precision", choices=PRECISIONS, default=defaults.precision,
                           help="int8 plays each model's quantized sibling <game>.int8.onnx, made by "
@@ -58,16 +58,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
     from pathlib import Path
 
     import uvicorn
 
     from klent.cli import CommandError
+    from klent.engine.network import MAX_THREADS
     from klent.server.app import ServerConfig, api_keys_from_env, create_app
     from klent.server.connections import KEEP_ALIVE_SECONDS, with_read_timeout
 
     if not 1 <= args.port <= 65535:  # uvicorn would bind the port number modulo 65536
         raise CommandError(f"--port must be between 1 and 65535, got {args.port}")
+    if args.threads is not None and not 1 <= args.threads <= MAX_THREADS:
+        raise CommandError(f"--threads must be between 1 and {MAX_THREADS}, got {args.threads}")
     check_device(args.device)
     config = ServerConfig(
         models_dir=Path(args.models),
@@ -86,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         api_keys=api_keys_from_env(),
     )
     app = create_app(config)
+    for game, reason in sorted(app.state.service.registry.failed.items()):
+        print(f"klent serve: not serving {game} (503): {reason}", file=sys.stderr, flush=True)
     models = app.state.service.registry.models
     games = ", ".join(sorted(models))
     providers = ", ".join(sorted({served.providers[0] for served in models.values()}))  # where the networks run

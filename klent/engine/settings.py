@@ -46,6 +46,8 @@ _Section = TypeVar("_Section", bound=type)
 _T = TypeVar("_T")
 Location = tuple[int | str, ...]
 _STRICT = ConfigDict(strict=True, allow_inf_nan=False)  # what `check_arguments` holds values to
+# The largest settings file read (a real one is a few KB); a larger one is refused unread.
+MAX_BYTES = 1 << 20
 
 # What an error of each kind says ({key}: the setting, {value}: what the file gave).
 _MESSAGES = {
@@ -72,13 +74,19 @@ def section(cls: _Section) -> _Section:
 
 def read_toml(path: str | Path) -> dict[str, Any]:
     """The tables of the TOML file ``path``; a missing file is FileNotFoundError, anything else
-    that keeps it from being read (not UTF-8, not TOML, unreadable) a one-line ValueError that
-    names the file."""
+    that keeps it from being read (not UTF-8, not TOML, unreadable, larger than `MAX_BYTES`,
+    nested deeper than the parser's recursion goes) a one-line ValueError that names the file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no config file {str(path)!r}")
     try:
-        return tomllib.loads(path.read_bytes().decode("utf-8"))
+        with path.open("rb") as file:
+            data = file.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise ValueError(f"{path}: larger than {MAX_BYTES} bytes, not a settings file")
+        return tomllib.loads(data.decode("utf-8"))
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ValueError(f"{path}: not a settings file (nested too deeply)") from None
     except UnicodeDecodeError as error:
         raise ValueError(f"{path}: not a TOML file (not UTF-8 text: {error.reason} at byte {error.start})") from None
     except tomllib.TOMLDecodeError as error:

@@ -5,7 +5,7 @@ HT becomes a space, everything after ``#`` is a comment, lines that are then emp
 white space) are ignored, an optional leading integer is the command id, and the command name
 is the next word.  Replies are ``=[id] text`` or ``?[id] message`` followed by one empty line;
 a reply's text never contains an empty line (we collapse them).  Numbers in arguments are
-ASCII decimals (`gtp_float`, `gtp_int`).
+ASCII decimals (`gtp_float`, `gtp_int`), an int at most `MAX_INT` (section 3.1: 2^31 - 1).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 MAX_LINE = 65536  # characters; a longer command line is answered "? command line too long"
+MAX_INT = 2**31 - 1  # the largest GTP int (specification, section 3.1)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
@@ -78,12 +79,18 @@ def gtp_float(text: str) -> float:
         number = float(text)
         if math.isfinite(number):  # 400 digits match, and float() makes them inf
             return number
-    raise ValueError(f"not a decimal number: {text!r}")
+    raise ValueError(f"not a decimal number: {text[:20]!r}")
 
 
 def gtp_int(text: str) -> int:
-    """A GTP int argument: an unsigned integer in ASCII digits (``int`` would take "1_000"
-    and other scripts' digits).  Raises ValueError."""
-    if not _INT.fullmatch(text):
-        raise ValueError(f"not an unsigned integer: {text!r}")
-    return int(text)
+    """A GTP int argument: an unsigned integer in ASCII digits, at most `MAX_INT`.  Raises
+    ValueError.
+
+    ``int`` would take "1_000" and other scripts' digits, and fails with another ValueError
+    beyond 4,300 digits; a bounded int also keeps every later use (seconds as a float, a
+    count of moves) finite.  The length is checked before the digits are converted.
+    """
+    digits = text.lstrip("0") or "0"
+    if _INT.fullmatch(text) and len(digits) <= len(str(MAX_INT)) and (value := int(digits)) <= MAX_INT:
+        return value
+    raise ValueError(f"not an unsigned integer up to {MAX_INT}: {text[:20]!r}")

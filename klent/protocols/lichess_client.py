@@ -8,7 +8,12 @@ quotes the ids it is given, so an id from the event stream cannot reach another 
 A bot author hands the client a real account token, so it is written to be trusted:
 
 * the token lives in one header of one HTTP client; it is never logged, and every error text
-  that could echo a request or a response goes through `redact` first;
+  that could echo a request or a response goes through `redact` first, before it is cut to
+  length; `redact` also masks the token's escaped forms and any piece of it long enough to
+  matter (a text cut short by whoever echoed it);
+* a token that is not an RFC 6750 bearer token (``token68``: letters, digits and ``-._~+/``,
+  then ``=`` padding) is refused at start-up, without being shown: one with a newline or a
+  space inside would reach the HTTP library, whose error prints the header escaped;
 * an HTTP 429 silences *all* requests of the client for at least a minute (lichess's rule);
   a 5xx or a transport error is retried with backoff;
 * the account's event stream and each game's stream are NDJSON over long-lived responses that
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -65,9 +71,39 @@ class StreamDropped(Exception):
     """A stream ended or broke before its natural end: reconnect."""
 
 
+# RFC 6750's b64token (RFC 7235's token68): what an ``Authorization: Bearer`` credential may hold.
+_TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+# The shortest piece of a token that `redact` masks on its own: a text cut in the middle of the
+# token shows a piece of it; a piece shorter than this says too little about it to matter, and
+# masking it would mask ordinary words.
+MIN_PIECE = 6
+
+
+def check_token(token: str) -> None:
+    """ValueError, which never shows the token, unless it is a bearer token (`_TOKEN68`)."""
+    if not _TOKEN68.fullmatch(token):
+        raise ValueError(
+            "the lichess token holds a character a bearer token cannot (whitespace, a control "
+            "character, or other punctuation than -._~+/=); copy it again from lichess.org/account/oauth/token"
+        )
+
+
 def redact(text: str, secret: str) -> str:
-    """``text`` with every occurrence of ``secret`` masked (error texts may echo headers)."""
-    return text.replace(secret, "<token>") if secret else text
+    """``text`` with ``secret`` masked as ``<token>`` (error texts may echo headers): see `redaction`."""
+    return redaction(secret).sub("<token>", text) if secret else text
+
+
+def redaction(secret: str) -> re.Pattern[str]:
+    """What `redact` masks: ``secret``, its escaped forms (Python's repr, JSON, URL quoting),
+    and each piece of one of them that starts or ends it and is at least `MIN_PIECE` characters
+    long (what is left of it in a text cut short); longer pieces first, so that a whole form is
+    masked as one."""
+    forms = {secret, repr(secret)[1:-1], json.dumps(secret)[1:-1], quote(secret, safe="")}
+    pieces: set[str] = set()
+    for form in forms:
+        for length in range(min(MIN_PIECE, len(form)), len(form) + 1):
+            pieces.update((form[:length], form[-length:]))
+    return re.compile("|".join(re.escape(piece) for piece in sorted(pieces, key=len, reverse=True)))
 
 
 class LichessClient:
@@ -84,7 +120,9 @@ class LichessClient:
         config: BotConfig,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        check_token(token)
         self._token = token
+        self._redaction = redaction(token)
         self._network = config.network
         self._sleep = sleep
         self._gate = threading.Lock()  # held while waiting out a 429: every request queues on it
@@ -102,7 +140,7 @@ class LichessClient:
         self._http.close()
 
     def redact(self, text: str) -> str:
-        return redact(text, self._token)
+        return self._redaction.sub("<token>", text)
 
     # --- the account ----------------------------------------------------------------------
 
@@ -218,7 +256,7 @@ class LichessClient:
             try:
                 yield json.loads(line)
             except json.JSONDecodeError:
-                log.warning("ignoring a malformed stream line: %s", self.redact(line[:200]))
+                log.warning("ignoring a malformed stream line: %s", self.redact(line)[:200])
 
     def _wait_gate(self) -> None:
         with self._gate:
@@ -239,6 +277,5 @@ class LichessClient:
             return {}
 
     def _refusal(self, response: httpx.Response, method: str, path: str) -> LichessError:
-        body = response.text[:300].replace("\n", " ")
-        message = f"{method} {path}: HTTP {response.status_code}: {body}"
-        return LichessError(self.redact(message), status=response.status_code)
+        body = self.redact(response.text)[:300].replace("\n", " ")  # masked before it is cut
+        return LichessError(f"{method} {path}: HTTP {response.status_code}: {body}", status=response.status_code)

@@ -61,10 +61,12 @@ class EngineSettings:
     device: Str = "auto"  # klent.engine.player.DEVICE_CHOICES: where the network runs
 
     def __post_init__(self) -> None:
-        from klent.engine.player import DEVICE_CHOICES  # onnxruntime, only once a config is read
+        from klent.engine.player import DEVICE_CHOICES, MAX_THREADS  # onnxruntime, only once a config is read
 
         if self.device not in DEVICE_CHOICES:
             raise ValueError(f"[engine] device must be one of {list(DEVICE_CHOICES)}, got {self.device!r}")
+        if self.threads is not None and self.threads > MAX_THREADS:
+            raise ValueError(f"[engine] threads must be <= {MAX_THREADS}, not {self.threads}")
 
 
 @section

@@ -15,6 +15,10 @@ for the duration of their work (``with batcher.client(): ...``, one per HTTP req
 batch waits for more calls (at most ``max_wait``) only while it holds fewer calls than there
 are registered clients.  One client alone never waits.  ``max_batch=1`` evaluates one call at
 a time (what the benchmark compares against).
+
+A merged batch that fails (a model whose outputs are NaN on one caller's position, an ONNX
+Runtime error) is evaluated again call by call, so that each caller gets its own rows or its
+own error: one request's position never fails the requests it shared a batch with.
 """
 
 from __future__ import annotations
@@ -198,10 +202,13 @@ class BatchingEvaluator:
                     np.concatenate([job.masks for job in jobs]),
                 )
                 evaluations = _split(merged, [job.size for job in jobs])
-        except Exception as error:  # handed to every caller of this batch, the thread goes on
-            for job in jobs:
-                job.error = error
-                job.done.set()
+        except Exception as error:  # handed to the callers it belongs to, the thread goes on
+            if len(jobs) == 1:
+                jobs[0].error = error
+                jobs[0].done.set()
+            else:
+                for job in jobs:
+                    self._evaluate([job])
             return
         seconds = time.perf_counter() - start
         for job, evaluation in zip(jobs, evaluations):

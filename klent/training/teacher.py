@@ -94,6 +94,12 @@ TEMPERATURES = {"wdl": (0.0, 0.0, 0.01, 0.03, 0.1), "cp": (0.0, 0.0, 0.004, 0.01
 VALUE_SCALES = tuple(TEMPERATURES)
 
 
+# Seconds the teacher has for any one answer: the search of one position (depth 6: about 25 ms)
+# or a Go teacher's move values and final score.  A teacher silent this long is hung, and the
+# labelling stops with an error rather than waiting for ever.
+TEACHER_TIMEOUT = 120.0
+
+
 @dataclass(frozen=True)
 class LabelConfig:
     """What to label and how; stored in the manifest so that a resume cannot change it."""
@@ -233,7 +239,7 @@ class ChessTeacher:
             go += " searchmoves " + " ".join(move.uci() for move in searchmoves)
         last: dict[int, list[str]] = {}  # multipv index -> the words of its last scored line
         nodes = 0
-        for line in self.process.ask(go, "bestmove", timeout=None):
+        for line in self.process.ask(go, "bestmove", timeout=TEACHER_TIMEOUT):
             words = line.split()
             if words[:1] == ["info"] and "pv" in words and "score" in words:
                 last[int(words[words.index("multipv") + 1]) if "multipv" in words else 1] = words
@@ -376,7 +382,8 @@ def play_labelled_go_game(
         elif student is not None and state.move_number < handover:
             action = student_move(student, state)
         else:
-            listed = teacher.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=120.0).split()
+            side = "black" if colour == "b" else "white"
+            listed = teacher.send(f"top_moves_{side}", timeout=TEACHER_TIMEOUT).split()
             top = [(game.parse_vertex(v), float(x)) for v, x in zip(listed[::2], listed[1::2])]
             legal = state.legal_mask()
             top = [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
@@ -389,7 +396,7 @@ def play_labelled_go_game(
         teacher.send(f"play {colour} {vertex}")
         record.moves.append(vertex)
         state = state.play(action)
-    score = teacher.send("final_score", timeout=120.0)
+    score = teacher.send("final_score", timeout=TEACHER_TIMEOUT)
     result = score_points(score)
     if result is None:
         raise EngineError(f"the teacher's final_score {score!r} is not a score")
@@ -397,7 +404,7 @@ def play_labelled_go_game(
     owner = np.zeros(game.size * game.size, dtype=np.int8)
     stones = state.board().reshape(-1)
     for status in ("black_territory", "white_territory", "alive", "seki", "dead"):
-        for vertex in teacher.send(f"final_status_list {status}", timeout=120.0).split():
+        for vertex in teacher.send(f"final_status_list {status}", timeout=TEACHER_TIMEOUT).split():
             point = game.parse_vertex(vertex)
             # territory: its colour; a living stone (seki too): its own; a dead stone: the captor's
             owner[point] = {"black_territory": 1, "white_territory": -1, "dead": -stones[point]}.get(

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import broken_models
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -248,3 +249,67 @@ def test_the_engine_never_imports_torch() -> None:
         "sys.exit('torch' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+# --- models that fail (tests/broken_models.py) --------------------------------------------------
+
+
+def test_a_model_onnx_runtime_fails_to_evaluate_is_refused_at_load(tmp_path: Path) -> None:
+    """ONNX Runtime's own exception used to escape the load-time probe: every front door that
+    caught the engine's errors (ValueError) crashed or hung on it."""
+    path = broken_models.huge_allocation_model("go9", tmp_path / "huge.onnx")
+    with pytest.raises(ModelFormatError, match=r"huge.onnx: ONNX Runtime fails to evaluate it .* initial pos") as error:
+        OnnxEvaluator(path)
+    assert "\n" not in str(error.value)
+
+
+def test_metadata_nested_too_deeply_is_a_format_error(tmp_path: Path) -> None:
+    """``klent.training`` of 100,000 nested ``[`` was a RecursionError out of the JSON parser."""
+    path = broken_models.nested_metadata_model("go9", tmp_path / "nested.onnx")
+    with pytest.raises(ModelFormatError, match=r"nested.onnx: malformed klent metadata \(klent.training is nested"):
+        network.read_model_info(path)
+    with pytest.raises(ModelFormatError, match="nested too deeply"):
+        OnnxEvaluator(path)
+
+
+def test_outputs_that_turn_nan_at_play_time_are_an_error_for_that_evaluation(tmp_path: Path) -> None:
+    """Finite on the empty board (so it loads), NaN after one stone: the NaN reached the search,
+    which failed with "argmax of an empty sequence" (GTP died of it)."""
+    evaluator = OnnxEvaluator(broken_models.nan_after_a_move_model("go9", tmp_path / "nan.onnx"))
+    start = evaluator.game.initial_state()
+    assert np.isfinite(evaluator.evaluate([start]).policy_logits).all()
+    with pytest.raises(network.ModelOutputError, match=r"nan.onnx: its policy_logits are not finite"):
+        evaluator.evaluate([start, start.play(40)])
+    assert np.isfinite(evaluator.evaluate([start]).policy_logits).all()  # and it goes on evaluating
+
+
+def test_a_hostile_file_costs_bounded_work_to_read_its_header(tmp_path: Path) -> None:
+    """64 MB of zeros is a protobuf field every two bytes: its header took 58 s to walk (and
+    1 GB about 15 min) before `klent gtp --model` could say it is no model."""
+    import time
+
+    zeros = tmp_path / "zeros.onnx"
+    zeros.write_bytes(bytes(64 << 20))
+    started = time.monotonic()
+    with pytest.raises(ModelFormatError, match="more than 100000 protobuf fields"):
+        network.read_model_info(zeros)
+    assert time.monotonic() - started < 5
+    huge = tmp_path / "huge.onnx"
+    with huge.open("wb") as file:  # sparse: 3 GiB on paper, nothing on the disk
+        file.truncate(3 << 30)
+    with pytest.raises(ModelFormatError, match="more than protobuf's 2147483648"):
+        network.read_model_info(huge)
+
+
+def test_thread_counts_beyond_the_cap_are_refused(countup_model: Path) -> None:
+    with pytest.raises(ValueError, match="threads must be between 1 and 64, got 100000"):
+        OnnxEvaluator(countup_model, threads=100_000)
+
+
+@pytest.mark.parametrize("command", ["gtp", "serve"])
+def test_players_refuse_thousands_of_threads_before_they_start(command: str, capsys: pytest.CaptureFixture) -> None:
+    """``--threads 100000`` grew the process by 60 MB a second and never served (UCI's Threads
+    option already stopped at 64)."""
+    assert klent_main([command, "--threads", "100000"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "--threads must be between 1 and 64" in error, error

@@ -164,6 +164,7 @@ class Fault:
     status: int
     count: int
     echo_auth: bool
+    padding: int = 0  # characters of the error text before the echoed header
 
 
 class FakeLichess:
@@ -235,10 +236,14 @@ class FakeLichess:
             self.opponents[game_id] = opponent
         return game_id
 
-    def fail_next(self, method: str, prefix: str, status: int, count: int = 1, echo_auth: bool = False) -> None:
-        """Answer the next ``count`` requests ``method`` on paths starting with ``prefix`` with ``status``."""
+    def fail_next(
+        self, method: str, prefix: str, status: int, count: int = 1, echo_auth: bool = False, padding: int = 0
+    ) -> None:
+        """Answer the next ``count`` requests ``method`` on paths starting with ``prefix`` with
+        ``status``; ``echo_auth``: the error body repeats the request's Authorization header,
+        after ``padding`` characters."""
         with self.lock:
-            self.faults.append(Fault(method, prefix, status, count, echo_auth))
+            self.faults.append(Fault(method, prefix, status, count, echo_auth, padding))
 
     def game(self, game_id: str) -> FakeGame:
         with self.lock:
@@ -331,7 +336,8 @@ class FakeLichess:
                         if fault.count > 0 and fault.method == method and path.startswith(fault.prefix):
                             fault.count -= 1
                             status = fault.status
-                            body = {"error": f"fault (you sent {authorization})" if fault.echo_auth else "fault"}
+                            echo = "x" * fault.padding + f"fault (you sent {authorization})"
+                            body = {"error": echo if fault.echo_auth else "fault"}
                             break
             if status is not None:
                 with fake.lock:

@@ -5,9 +5,9 @@ One `klent gtp` process (small untrained 9x9 model, 16 simulations) answers ever
 the state one example leaves is where the next one starts.  Each input line is followed by a
 ``name`` command with an id of ours; its answer shows the engine is alive and answering, and
 ends whatever the line started (an analysis stream).  Lines come from a grammar of the whole
-command set with good and broken arguments, plus junk; files for ``loadsgf`` and ``printsgf``
-live in a temporary folder (no devices: a bug there would damage the machine).  Examples are
-derandomized: CI runs the same ones.
+command set with good and broken arguments (numbers of thousands of digits among them), plus
+junk; files for ``loadsgf`` and ``printsgf`` live in a temporary folder (no devices: a bug
+there would damage the machine).  Examples are derandomized: CI runs the same ones.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from klent.matchplay.engine_process import GtpProcess
 
 FUZZ = settings(
-    derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck), max_examples=60
+    derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck), max_examples=85
 )
 ANSWER_TIMEOUT = 30.0  # seconds for a line and its sentinel; longer is a hang
 SENTINEL_ID = 987654
@@ -62,12 +62,25 @@ def failed(output: list[str]) -> bool:
 
 # --- the grammar ----------------------------------------------------------------------------------
 
+# Numbers far beyond any board or clock: one past int()'s 4,300 digits, 10^400 (float() overflows),
+# 308 nines (finite as a float, infinite once multiplied), and 2^31 (just past GTP's int range).
+LONG_NUMBERS = ["1" * 4301, "1" + "0" * 400, "9" * 308, "2147483648", "0" * 5000 + "7"]
+# Every place a command takes a number or a vertex, for the long numbers; the first six lines
+# each killed the engine once (int()'s digit limit, float overflow, int(inf)).
+LONG_NUMBER_LINES = ["play b A{}", "set_free_handicap {}", "lz-analyze interval {}", "lz-analyze b {}",
+                     "lz-analyze b 1{}", "kata-genmove_analyze b 1{}", "set_free_handicap C3 A{}", "play w {}",
+                     "kata-analyze w maxmoves {}", "lz-analyze minmoves {}", "komi {}", "boardsize {}",
+                     "fixed_handicap {}", "place_free_handicap {}", "time_settings {} 5 1", "time_settings 10 {} 1",
+                     "time_settings 10 5 {}", "time_left b {} 0", "time_left w 10 {}",
+                     "kgs-time_settings byoyomi 10 {} 3", "kgs-time_settings canadian {} 10 {}"]
 colours = st.sampled_from(["b", "w", "black", "white", "B", "W", "x", "", "bw"])
 vertices = st.sampled_from(["E5", "C3", "D4", "G7", "A1", "J9", "pass", "PASS", "resign", "I5", "T19",
                             "Z1", "E0", "E10", "e5", "", "5E", "A"])
 numbers = st.sampled_from(["0", "1", "2", "5", "9", "10", "19", "-1", "7.5", "-7.5", "150", "150.5", "0.5",
                            "1e308", "nan", "inf", "-inf", "1_000", "\u0661", "\uff19", "abc", "",
                            "99999999999999999999"])
+long_number_lines = st.tuples(st.sampled_from(LONG_NUMBER_LINES), st.sampled_from(LONG_NUMBERS)).map(
+    lambda parts: parts[0].replace("{}", parts[1]))
 junk = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=25)
 ids = st.sampled_from(["", "", "", "1 ", "42 ", "007 ", "-1 ", "1.5 "])
 
@@ -137,6 +150,7 @@ def lines(folder: Path) -> st.SearchStrategy[str]:
         file_commands(folder),
         junk,
         st.sampled_from(["", "#", "# comment", "   ", "\t", "\x00", "\x1b[A", "é€", "play\x00b E5", "= 1", "? x"]),
+        long_number_lines,
     )
     line = st.tuples(ids, commands).map("".join)
     return line.filter(lambda text: "quit" not in text.lower())

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from fake_lichess import FakeLichess, FirstLegal, StockfishOpponent
@@ -186,6 +187,7 @@ def test_rate_limit_wait_below_a_minute_is_refused():
         ({"engine": 3}, "engine must be a table, not 3"),
         ({"engine": {"simulations": 2.5}}, "[engine] simulations must be an integer, not 2.5"),
         ({"engine": {"simulations": 0}}, "[engine] simulations must be >= 1, not 0"),
+        ({"engine": {"threads": 100_000}}, "[engine] threads must be <= 64, not 100000"),
         ({"engine": {"mode": "fast"}}, "[engine] mode must be 'search' or 'reactive'"),
         ({"game": {"accept_draws": "yes"}}, '[game] accept_draws must be true or false, not "yes"'),
         ({"game": {"on_shutdown": "abort"}}, "[game] on_shutdown must be 'finish' or 'resign'"),
@@ -224,6 +226,19 @@ def test_a_file_that_is_not_toml_is_one_line(tmp_path):
         load_config(tmp_path / "missing.toml")
 
 
+def test_a_deeply_nested_config_is_one_line(tmp_path, capsys):
+    """The TOML parser's RecursionError was a traceback."""
+    from klent.cli import main
+
+    path = tmp_path / "bot.toml"
+    path.write_text("x = " + "{a = " * 500 + "}" * 500)
+    with pytest.raises(ValueError, match=r"bot.toml: not a settings file \(nested too deeply\)"):
+        load_config(path)
+    assert main(["bot", "lichess", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "nested too deeply" in err, err
+
+
 def test_engine_device_is_checked():
     assert config_from_dict({"engine": {"device": "cpu"}}).engine.device == "cpu"
     with pytest.raises(ValueError, match=r"\[engine\] device must be one of \['auto', 'cpu', 'cuda', 'tensorrt'\]"):
@@ -259,6 +274,60 @@ def test_token_never_in_logs_or_errors(fake, model, caplog, capfd):
     assert "HTTP 400" in text and "<token>" in text  # the echo was logged, masked
     assert TOKEN not in text
     assert redact(f"x {TOKEN} y", TOKEN) == "x <token> y"
+
+
+def token_pieces(token: str) -> list[str]:
+    """Every piece of ``token`` that starts or ends it and is long enough to matter."""
+    return [token[:n] for n in range(6, len(token) + 1)] + [token[-n:] for n in range(6, len(token) + 1)]
+
+
+def test_an_echo_cut_at_the_error_length_shows_no_piece_of_the_token(fake, model, caplog, capfd):
+    """An error body is kept to 300 characters; masked after the cut, a token across the cut
+    was no longer whole, and its first part was printed.  Every log line of the run is scanned."""
+    caplog.set_level(logging.DEBUG)
+    game_id = fake.challenge(FirstLegal(resign_at=2), bot_white=True)
+    prefix = len('{"error":"') + len("fault (you sent Bearer ")
+    fake.fail_next("POST", f"/api/bot/game/{game_id}/chat", 400, echo_auth=True, padding=300 - prefix - 10)
+    with running_bot(fake, model):
+        fake.wait_finished(game_id)
+    lines = [record.getMessage() for record in caplog.records] + "".join(capfd.readouterr()).splitlines()
+    assert any("HTTP 400" in line and "<token>" in line for line in lines)
+    leaks = [line for line in lines if any(piece in line for piece in token_pieces(TOKEN))]
+    assert not leaks
+
+
+def test_redaction_masks_escaped_and_cut_forms_of_the_token():
+    assert redact(f"x {TOKEN} y", TOKEN) == "x <token> y"
+    assert redact(f"header {repr('Bearer ' + TOKEN)}", TOKEN) == "header 'Bearer <token>'"
+    assert redact(f"cut after {TOKEN[:9]}", TOKEN) == "cut after <token>"
+    assert redact(f"{TOKEN[-8:]} (cut before)", TOKEN) == "<token> (cut before)"
+    slashed = "lip_abc/def+ghi=="
+    assert redact(f"quoted {quote(slashed, safe='')}!", slashed) == "quoted <token>!"
+    assert redact("lip_ and 456 are no pieces of it", TOKEN) == "lip_ and 456 are no pieces of it"
+
+
+@pytest.mark.parametrize("token", ["lip_SECRET\nTOKEN005", "lip_SECRET TOKEN005", "lip_SECRET\x7fTOKEN005",
+                                   "lip_SECRET\u00e9TOKEN005", "lip_SECRET;TOKEN005"])
+def test_a_token_a_header_cannot_carry_is_refused_unshown(fake, model, token):
+    with pytest.raises(ValueError, match="bearer token") as error:
+        Bot(config_from_dict(bot_config(fake, model)), token)
+    assert "SECRET" not in str(error.value) and "TOKEN005" not in str(error.value)
+
+
+def test_cli_refuses_a_token_with_a_newline_in_one_line_without_showing_it(fake, model, tmp_path):
+    """The HTTP library's error printed such a header escaped, which the exact-match mask missed."""
+    config = tmp_path / "bot.toml"
+    config.write_text(f'base_url = "{fake.url}"\n[engine]\nmodel = "{model}"\nmode = "reactive"\n'
+                      "[network]\nbackoff_base = 0.01\nbackoff_max = 0.02\nretries = 2\n")
+    token = "lip_SECRET\nTOKEN005"
+    result = subprocess.run(
+        [sys.executable, "-m", "klent", "bot", "lichess", "--config", str(config)],
+        cwd=ROOT, env={**os.environ, "LICHESS_BOT_TOKEN": token}, capture_output=True, text=True, timeout=60,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    assert len(result.stderr.strip().splitlines()) == 1 and "bearer token" in result.stderr, output
+    assert not any(piece in output for part in token.split() for piece in token_pieces(part)), output
 
 
 def test_cli_plays_and_resigns_on_sigterm_without_showing_the_token(fake, model, tmp_path):

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import broken_models
 import numpy as np
 import onnx
 import pytest
@@ -148,6 +149,21 @@ def test_cli_user_mistakes_are_one_line(
     error = capsys.readouterr().err
     assert message in error and error.count("\n") == 1
     assert not Path("out.onnx").exists()
+
+
+@pytest.mark.parametrize(("build", "reason"), [
+    (broken_models.huge_allocation_model, "ONNX Runtime fails to evaluate it"),
+    (broken_models.nested_metadata_model, "malformed klent metadata (klent.training is nested too deeply)"),
+    (broken_models.nan_after_a_move_model, "its policy_logits are not finite"),
+])
+def test_cli_a_model_that_fails_is_one_line(build, reason: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """ONNX Runtime's own error and the JSON parser's RecursionError were tracebacks."""
+    path = build("go9", tmp_path / "broken.onnx")
+    assert klent_main(["quantize", path, "-o", str(tmp_path / "out.onnx"), "--positions", "16", "--games", "2"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"klent quantize: {path}: ") and reason in error and error.count("\n") == 1, error
+    assert not (tmp_path / "out.onnx").exists()
 
 
 def test_cli_refuses_an_int8_input_and_overwriting_the_source(

@@ -314,7 +314,8 @@ def _parse_fen(fen: str) -> tuple[np.ndarray, int, int, int]:
     placement, side, counters = fields[0], fields[1], [field for field in fields[2:] if field != "-"]
     if side not in ("w", "b"):
         raise bad(f"side to move must be 'w' or 'b', not {side!r}")
-    if len(counters) not in (0, 2) or not all(field.isdigit() for field in counters):
+    # Nine digits at most: int() refuses 4,301 with a ValueError of its own.
+    if len(counters) not in (0, 2) or not all(field.isdigit() and len(field) <= 9 for field in counters):
         raise bad("expected the half-move clock and the move number after the side to move")
     halfmove, fullmove = (int(field) for field in counters) if counters else (0, 1)
     if fullmove < 1:
@@ -340,11 +341,12 @@ def _parse_fen(fen: str) -> tuple[np.ndarray, int, int, int]:
             file += 1
         if file != k.FILES:
             raise bad(f"rank {rank + 1} does not have {k.FILES} squares: {text!r}")
+    hands = [0] * 6  # counted in Python ints: 128 chicks would wrap round in the position's int8
     for letter in match.group(2).replace("-", ""):
         if letter.lower() not in HAND_LETTERS:
             raise bad(f"{letter!r} cannot be in a hand (chicks C, elephants E, giraffes G)")
-        position[k.HAND + 3 * letter.islower() + HAND_LETTERS.index(letter.lower())] += 1
-    board, hands = position[: k.SQUARES], position[k.HAND :]
+        hands[3 * letter.islower() + HAND_LETTERS.index(letter.lower())] += 1
+    board = position[: k.SQUARES]
     for sign, name in ((1, "sente (upper case)"), (-1, "gote (lower case)")):
         if np.count_nonzero(board == sign * k.LION) != 1:
             raise bad(f"{name} must have exactly one lion")
@@ -352,6 +354,7 @@ def _parse_fen(fen: str) -> tuple[np.ndarray, int, int, int]:
         on_board = np.count_nonzero(np.abs(board) == kind + 1) + (kind == 0) * np.count_nonzero(np.abs(board) == k.HEN)
         if on_board + hands[kind] + hands[3 + kind] > 2:
             raise bad(f"more than two pieces of the kind {HAND_LETTERS[kind].upper()!r} (the game has two)")
+    position[k.HAND :] = hands
     colour = "wb".index(side)
     mover = 1 - 2 * colour  # the side to move must not be able to take the other lion
     if k.attacked(position, int(np.flatnonzero(board == -mover * k.LION)[0]), mover):

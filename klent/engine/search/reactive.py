@@ -55,7 +55,11 @@ def reactive(
         actions = logits.argmax(axis=1)
     else:
         generator = rng if rng is not None else np.random.default_rng()
-        sampling = softmax(logits / temperature)
+        # Shifted before dividing: the best logit is then 0 whatever the temperature, where
+        # logits / 5e-324 would be infinite and their softmax NaN (inf - inf); the others may
+        # overflow to -inf, a probability of 0.
+        with np.errstate(over="ignore"):
+            sampling = softmax((logits - logits.max(axis=1, keepdims=True)) / temperature)
         actions = np.array([generator.choice(p.size, p=p) for p in sampling])
     elapsed = time.perf_counter() - start
     results = [

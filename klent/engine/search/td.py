@@ -181,11 +181,11 @@ def _layout(header: dict[str, Any]) -> tuple[int, tuple[int, ...], tuple[str, ..
     layout that cannot be (checked before `ShapeWeights.weight_count` builds its tables)."""
     try:
         size, shapes, sharing = header["size"], tuple(header["shapes"]), tuple(header["sharing"])
-    except (KeyError, TypeError) as error:
+        if type(size) is not int or not MIN_SIZE <= size <= MAX_SIZE:
+            raise ValueError(f"board size {size!r}")
+        tf.check_memory(shapes, sharing)
+    except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"bad TD weights header ({error!r})") from None
-    if type(size) is not int or not MIN_SIZE <= size <= MAX_SIZE:
-        raise ValueError(f"bad TD weights header (board size {size!r})")
-    tf.check_memory(shapes, sharing)
     return size, shapes, sharing
 
 

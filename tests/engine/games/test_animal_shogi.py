@@ -324,11 +324,14 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
         "gle/1c1/1C1/LLG[] w",  # two
         "gle/1c1/1C1/EL1[GG] w",  # three giraffes
         "gle/1c1/1C1/ELG[C] w",  # three chicks
+        "1l1/3/3/1L1[" + "C" * 128 + "] w",  # 128 chicks: the count wrapped round to -128 in an int8
+        "1l1/3/3/1L1[" + "c" * 130 + "] w",
         "gle/1c1/1C1/ELG[L] w",  # a lion in hand
         "g+e1/1c1/1C1/ELG[] w",  # only a chick promotes
         "1l1/1C1/3/1L1[] w",  # gote, not to move, is in check
         "gle/1c1/1C1/ELG[] w - - 0",
         "gle/1c1/1C1/ELG[] w - - 0 0",
+        "gle/1c1/1C1/ELG[] w - - 0 " + "1" * 4301,  # int()'s own ValueError, not a GameFormatError
     ],
 )
 def test_bad_fens(fen: str) -> None:

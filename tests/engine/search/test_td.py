@@ -4,8 +4,10 @@ search's choices, its memory across moves, its limits, and the permanent-weights
 
 from __future__ import annotations
 
+import io
 import json
 import threading
+import zipfile
 
 import numpy as np
 import pytest
@@ -426,6 +428,74 @@ def test_permanent_weights_file_round_trip(tmp_path):
         ShapeWeights(9, (1, 2), ("LI",), np.zeros(8))
     with pytest.raises(ValueError, match="for 9x9"):
         TdSearch(GoGame(7), permanent=weights)
+
+
+def npy_bytes(array: np.ndarray, header: dict | None = None) -> bytes:
+    """``array`` as an .npy file; ``header`` replaces the header it declares (shape, dtype)."""
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    if header is None:
+        return buffer.getvalue()
+    body = buffer.getvalue()[len(npy_header(array)):]
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, header)
+    return out.getvalue() + body
+
+
+def npy_header(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.lib.format.write_array_header_1_0(out, np.lib.format.header_data_from_array_1_0(array))
+    return out.getvalue()
+
+
+def weights_file(path, header: str, theta: bytes, compression: int = zipfile.ZIP_STORED) -> None:
+    with zipfile.ZipFile(path, "w", compression) as archive:
+        archive.writestr("header.npy", npy_bytes(np.array(header)))
+        archive.writestr("theta.npy", theta)
+
+
+def test_a_hostile_weights_file_is_refused_in_bounded_time_and_memory(tmp_path):
+    """A header nested 60,000 deep was a RecursionError; a theta declared as 8 TiB a
+    MemoryError; a 2 MB zip inflating to gigabytes of zeros was read whole (4.2 GB) before its
+    size was checked.  Each is now a ValueError, the last without inflating it (here 1 GiB)."""
+    import resource
+
+    good = ShapeWeights(9, (1, 2), ("LI",), np.arange(9.0))
+    header = json.dumps(good.header())
+    weights_file(tmp_path / "nested.npz", "[" * 60_000, npy_bytes(np.zeros(9)))
+    with pytest.raises(ValueError, match="nested too deeply"):
+        ShapeWeights.load(tmp_path / "nested.npz")
+    weights_file(tmp_path / "long.npz", "[" * 100_000, npy_bytes(np.zeros(9)))
+    with pytest.raises(ValueError, match=r"header: a <U100000 array of shape \(\) is not what"):
+        ShapeWeights.load(tmp_path / "long.npz")
+    huge = {"descr": "<f8", "fortran_order": False, "shape": (2**40,)}
+    weights_file(tmp_path / "huge.npz", header, npy_bytes(np.zeros(9), huge))
+    with pytest.raises(ValueError, match=r"shape \(1099511627776,\) is not what a TD weights file holds"):
+        ShapeWeights.load(tmp_path / "huge.npz")
+    weights_file(tmp_path / "short.npz", header, npy_bytes(np.zeros(9))[:-8])
+    with pytest.raises(ValueError, match="64 bytes of data where its header declares 72"):
+        ShapeWeights.load(tmp_path / "short.npz")
+    # 1 GiB of zeros, deflated to about a MB, declared as what it is.
+    bomb = {"descr": "<f8", "fortran_order": False, "shape": (2**27,)}
+    with zipfile.ZipFile(tmp_path / "bomb.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("header.npy", npy_bytes(np.array(header)))
+        with archive.open("theta.npy", "w", force_zip64=True) as member:
+            member.write(npy_bytes(np.zeros(0), bomb))
+            chunk = bytes(1 << 24)
+            for _ in range(2**30 // len(chunk)):
+                member.write(chunk)
+    assert (tmp_path / "bomb.npz").stat().st_size < 2 << 20
+    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(ValueError, match=r"shape \(134217728,\) is not what"):
+        ShapeWeights.load(tmp_path / "bomb.npz")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 200_000  # KB: far below 1 GiB
+    for text in ('{"format": "klent-td-weights", "version": 1, "size": 10000000, "shapes": [1], "sharing": ["none"]}',
+                 header.replace('"info": {}', '"info": [1, 2]')):
+        weights_file(tmp_path / "odd.npz", text, npy_bytes(np.zeros(9)))
+        with pytest.raises(ValueError, match="not a TD weights file|bad TD weights header"):
+            ShapeWeights.load(tmp_path / "odd.npz")
+    weights_file(tmp_path / "fine.npz", header, npy_bytes(np.arange(9.0)))
+    assert np.array_equal(ShapeWeights.load(tmp_path / "fine.npz").theta, np.arange(9.0))
 
 
 def test_td_learning_saves_weights_that_dyna2_loads(tmp_path):
