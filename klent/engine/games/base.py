@@ -87,10 +87,24 @@ class State(ABC):
     def play(self, action: int) -> State:
         """The position after ``action``; raises `IllegalMoveError` if it is not legal."""
 
+    def play_in_record(self, action: int) -> State:
+        """`play` for a move of a game's record (the moves a protocol is given), not of a
+        search: the same position.  A game that counts repetitions over a whole record
+        (`klent.engine.games.board_games.HistoryState`) also indexes the record's positions,
+        so that playing a long record takes linear time rather than quadratic."""
+        return self.play(action)
+
     @property
     @abstractmethod
     def is_terminal(self) -> bool:
         """True once the game is over, by the rules or by the move cap."""
+
+    @property
+    def is_claimable_draw(self) -> bool:
+        """True where a player may claim a draw but the game, whose rules leave claims to an
+        arbiter, goes on (chess without ``claim_draws``: threefold repetition, fifty moves).
+        The record plays on; a search values such a position it reaches as a draw."""
+        return False
 
     @property
     def is_truncated(self) -> bool:

@@ -11,8 +11,9 @@ moves alike.  Those pieces live here so that a fix to one of them is a fix for e
 from __future__ import annotations
 
 from abc import abstractmethod
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from klent.engine.games.base import FenGame, Game, GameFormatError, IllegalMoveE
 
 G = TypeVar("G", bound=Game)
 S = TypeVar("S", bound="PieceState[Any]")
+H = TypeVar("H", bound="HistoryState[Any]")
 
 
 class BoardState(State, Generic[G]):
@@ -194,7 +196,7 @@ class PieceState(BoardState[G]):
         state = self
         for number, text in enumerate(moves, start=1):
             try:
-                state = state.play(state._game.text_to_action(state, text))
+                state = cast(S, state.play_in_record(state._game.text_to_action(state, text)))
             except (IllegalMoveError, GameFormatError) as error:
                 raise type(error)(f"move {number} of the list: {error}") from None
         return state
@@ -203,18 +205,53 @@ class PieceState(BoardState[G]):
         return f"<{type(self).__name__} {self.fen()}>"
 
 
+class RepetitionTable:
+    """Where each position of one game record occurred: for each position key, the indices
+    (plies from the record's first position) at which it did, one dict per parity of the
+    index, since a position only repeats one with the same side to move.
+
+    A record's positions (`HistoryState.play_in_record`) point into their table, so a
+    position counts its earlier occurrences by walking back only to the first record position
+    on its way (one step for a move searched from the record's last position) and reading the
+    rest from the table: linear time for a record of any length, where walking the whole chain
+    at every move is quadratic.  A table is only appended to; two records that share their
+    first positions share its entries, and a record that leaves another's line gets a table
+    of its own.
+    """
+
+    __slots__ = ("keys", "plies")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes] = []  # the key of the position at each index
+        self.plies: tuple[dict[bytes, list[int]], dict[bytes, list[int]]] = ({}, {})
+
+    def append(self, key: bytes) -> int:
+        """Index the next position of the record; returns its index."""
+        index = len(self.keys)
+        self.keys.append(key)
+        self.plies[index % 2].setdefault(key, []).append(index)
+        return index
+
+    def occurrences(self, key: bytes, index: int) -> int:
+        """How many positions of the record up to ``index`` (included) of its parity have ``key``."""
+        return bisect_right(self.plies[index % 2].get(key, ()), index)
+
+
 class HistoryState(PieceState[G]):
     """A `PieceState` of a game whose rules klent keeps itself (Gardner chess, Animal Shogi):
     the FEN's move counters, the chain of earlier positions a repetition can come from, and
     the observation rows of the last 8 positions as one bytes object.
 
-    A chain node is ``(key, in_check, parent node, node two plies back)``: a position can only
-    repeat one with the same side to move, so counting repetitions walks every other position
-    only; the game cuts the chain (``parent_keys`` None) where its rules stop looking back.
+    A chain node is ``(key, in_check, parent node, node two plies back, table, index)``: a
+    position can only repeat one with the same side to move, so counting repetitions walks
+    every other position only, back to the first that belongs to a record's
+    `RepetitionTable` (``table``, at ``index``; None for a searched position), which counts the
+    rest; the game cuts the chain (``parent_keys`` None) where its rules stop looking back.
     A position's observation row is its key followed by its repetition count (at most 2).
     """
 
     __slots__ = ("_ply", "_halfmove", "_keys", "_history")
+    _keys: tuple  # this position's chain node (above)
 
     def __init__(
         self,
@@ -237,11 +274,38 @@ class HistoryState(PieceState[G]):
         repetitions = 0
         node = same_side
         while node is not None:
+            if node[4] is not None:  # a record's position: its table counts it and those before
+                repetitions += node[4].occurrences(key, node[5])
+                break
             repetitions += node[0] == key
             node = node[3]
         self._repetitions = repetitions
-        self._keys = (key, in_check, parent_keys, same_side)
+        self._keys = (key, in_check, parent_keys, same_side, None, 0)
         self._history = key + bytes((min(repetitions, 2),)) + parent_history[: -len(key) - 1]
+
+    def play_in_record(self: H, action: int) -> H:
+        """`play`, the new position indexed in its record's `RepetitionTable`: this position's
+        table when it is the table's last (or the next is the same position), else a new table
+        of the whole chain."""
+        child = self.play(action)
+        key, in_check, parent, same_side = child._keys[:4]
+        table, index = self._keys[4], self._keys[5]
+        if parent is None:  # the game cut the chain here: a record starts afresh
+            table = RepetitionTable()
+        elif table is None or (len(table.keys) > index + 1 and table.keys[index + 1] != key):
+            table = RepetitionTable()
+            chain = []
+            node = parent
+            while node is not None:
+                chain.append(node[0])
+                node = node[2]
+            for earlier in reversed(chain):
+                table.append(earlier)
+        if parent is not None and len(table.keys) > index + 1 and table is self._keys[4]:
+            child._keys = (key, in_check, parent, same_side, table, index + 1)
+        else:
+            child._keys = (key, in_check, parent, same_side, table, table.append(key))
+        return child
 
     def _fen_counters(self) -> str:
         """The FEN's last two fields: the half-move clock and the move number."""

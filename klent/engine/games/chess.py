@@ -207,6 +207,13 @@ class ChessState(PieceState["ChessGame"]):
             return "move_cap"
         return None
 
+    @property
+    def is_claimable_draw(self) -> bool:
+        """The game goes on (no ``claim_draws``) in a position that repeats for the third time
+        (python-chess's ``is_repetition(3)``, counting the record since its start position) or
+        whose half-move clock has reached 100: a draw either player may claim."""
+        return self._termination is None and (self._repetitions >= 2 or self._board.halfmove_clock >= 100)
+
     def play(self, action: int) -> ChessState:
         if not 0 <= action < k.NUM_ACTIONS or not self._mask[action]:
             raise IllegalMoveError(self._illegal_message(action))
@@ -246,6 +253,17 @@ class ChessState(PieceState["ChessGame"]):
         for move in self.moves:
             board.push(move)
         return board
+
+    @property
+    def bare_board(self) -> chess.Board:
+        """A new `chess.Board` of this position without the game's moves: cheap, and all that
+        questions about the position itself need (endgame tables, SAN of one move)."""
+        return self._board.copy(stack=False)
+
+    @property
+    def pieces(self) -> int:
+        """Pieces on the board, kings included."""
+        return chess.popcount(self._board.occupied)
 
     def fen(self) -> str:
         return self._board.fen()

@@ -9,7 +9,11 @@ nodes and backs their values up.  The pieces:
   max_considered, legal actions), one Gumbel draw per root per search;
 - interior: the deterministic full-Gumbel rule (`action_selection`), on completed Q-values
   with v_mix, min-max rescaling and sigma (`qtransforms`);
-- tree: flat arrays per search (`tree`), reusable across moves through `SearchTree`.
+- tree: flat arrays per search (`tree`), reusable across moves through `SearchTree`;
+- leaves: a position that ends the game, or that a player may claim as a draw
+  (`State.is_claimable_draw`: chess's threefold repetition and fifty-move rule where the game
+  leaves claims to an arbiter), is a terminal node, valued without a network call.  A claimable
+  draw is one only where the search reaches it: the root's own game goes on, as its record did.
 
 A root's result depends only on its own state, tree, Gumbel draw and the evaluator, never on
 the other roots of the call: searching 64 roots together gives the same moves as searching them
@@ -273,7 +277,8 @@ class _Search:
         parents = forest.states
         actions = forest.action[leaf_edge].tolist()
         leaf_states = [parents[p].play(a) for p, a in zip(leaf_node.tolist(), actions)]
-        terminal = np.fromiter((s.is_terminal for s in leaf_states), dtype=np.bool_, count=len(leaf_states))
+        ended_game = (s.is_terminal or s.is_claimable_draw for s in leaf_states)
+        terminal = np.fromiter(ended_game, dtype=np.bool_, count=len(leaf_states))
         ended = np.flatnonzero(terminal)
         if ended.size:
             nodes = forest.add_terminal([leaf_states[i] for i in ended], leaf_node[ended], leaf_edge[ended])

@@ -294,12 +294,19 @@ def test_claimed_draws_only_with_claim_draws() -> None:
     for (fen, moves), termination in ((threefold, "threefold_repetition"), (fifty, "fifty_moves")):
         claimed = ChessGame(claim_draws=True).from_fen(fen, moves)
         assert claimed.termination == termination and claimed.outcome() == 0.0
-        assert not claimed.legal_mask().any()
+        assert not claimed.legal_mask().any() and not claimed.is_claimable_draw
         unclaimed = ChessGame(claim_draws=False).from_fen(fen, moves)
         assert unclaimed.termination is None and unclaimed.legal_mask().any()
+        assert unclaimed.is_claimable_draw  # what the search values as a draw
     # One ply before each mark the game goes on even with claims.
-    assert ChessGame().from_fen(START, KNIGHT_SHUFFLE + KNIGHT_SHUFFLE[:3]).termination is None
-    assert ChessGame().from_fen("4k3/8/8/8/8/8/8/R3K3 w - - 98 80", ["a1a2"]).termination is None
+    for claim_draws in BOTH:
+        game = ChessGame(claim_draws=claim_draws)
+        before = (game.from_fen(START, KNIGHT_SHUFFLE + KNIGHT_SHUFFLE[:3]),
+                  game.from_fen("4k3/8/8/8/8/8/8/R3K3 w - - 98 80", ["a1a2"]))
+        assert all(state.termination is None and not state.is_claimable_draw for state in before)
+    # A mate that reaches the fifty-move mark is a mate.
+    mate = ChessGame(claim_draws=False).from_fen("7k/8/6K1/8/8/8/8/R7 w - - 99 80", ["a1a8"])
+    assert mate.termination == "checkmate" and not mate.is_claimable_draw
 
 
 def test_move_cap_truncates() -> None:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import chess
 import numpy as np
 import pytest
 import torch
+from search_fakes import ScriptedEvaluator
 
 import klent.engine.games
-from klent.engine.games.base import Game
+from klent.engine.games.base import Game, State
+from klent.engine.games.chess import ChessGame, ChessState
 from klent.engine.network import OnnxEvaluator
 from klent.engine.search import GumbelConfig, SearchLimits, search
 
@@ -91,3 +94,43 @@ def test_untrained_go_net_captures_the_big_group(go_evaluator: OnnxEvaluator, sc
                     rng=np.random.default_rng(seed))
     assert game.action_to_text(state, result.action) == "A9"
     assert result.q[result.action] > 0.5 > result.q[game.pass_action]
+
+
+PIECE_VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
+
+
+def material(state: State) -> float:
+    """The material balance for the side to move, squashed into a value: a queen up nearly wins."""
+    assert isinstance(state, ChessState)
+    board = state.bare_board
+    balance = sum(value * (len(board.pieces(piece, board.turn)) - len(board.pieces(piece, not board.turn)))
+                  for piece, value in PIECE_VALUES.items())
+    return float(np.tanh(balance / 5))
+
+
+# Black, a queen down (lost by the material count), has one drawing move: Kh8, the third time the
+# position after it occurs (the kings have shuffled Kg1-h1 and Kh8-g8 twice), or with the
+# half-move clock at 99 any king move (a pawn move resets the clock and stays lost).
+CLAIMABLE_DRAWS = [
+    ("7k/8/8/8/8/Q7/8/6K1 w - - 0 1", ["g1h1", "h8g8", "h1g1", "g8h8", "g1h1", "h8g8", "h1g1"], {"g8h8"}),
+    ("6k1/p7/8/8/8/Q7/8/6K1 b - - 99 80", [], {"g8f7", "g8g7", "g8h7", "g8h8"}),
+]
+
+
+@pytest.mark.parametrize(("fen", "moves", "draws"), CLAIMABLE_DRAWS)
+def test_the_search_values_a_draw_it_could_claim_as_a_draw(fen: str, moves: list[str], draws: set[str]) -> None:
+    """#51: UCI's chess leaves draw claims to the arbiter, so threefold repetition and the fifty-move
+    rule never ended a line of the search, which valued them by the network.  A position the search
+    reaches that a player may claim as a draw is now a draw (0), while the game itself goes on."""
+    game = ChessGame(max_moves=None, claim_draws=False)
+    state = game.from_fen(fen, moves)
+    assert not state.is_claimable_draw  # the root: searched as usual
+    texts = {game.action_to_text(state, a): a for a in state.legal_actions().tolist()}
+    assert draws < set(texts)
+    assert all(state.play(texts[move]).is_claimable_draw and not state.play(texts[move]).is_terminal for move in draws)
+    evaluator = ScriptedEvaluator(game, value=material)
+    result = search(state, evaluator, SearchLimits(simulations=32), config=GumbelConfig(gumbel_scale=0.0),
+                    rng=np.random.default_rng(0))
+    assert all(result.visits[texts[move]] > 0 and result.q[texts[move]] == 0.0 for move in draws)
+    assert all(result.q[a] < -0.5 for move, a in texts.items() if move not in draws)
+    assert game.action_to_text(state, result.action) in draws
