@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Strength of a 9x9 Go model against GNU Go 3.8 (Chinese rules, komi 7.5) through `klent match`:
+# Strength of a Go model against GNU Go 3.8 (Chinese rules, komi 7.5) through `klent match`, on a
+# SIZE x SIZE board (9, the default; 13 and 19 with their own openings and models):
 # reactive play and Gumbel search at 64, 200 and 800 simulations per move, colours alternating.
 # Each setting's summary.json holds the win rate, its Wilson 95% interval and both engines'
 # seconds per move.  Settings may be chosen with SETTINGS (e.g. SETTINGS="reactive 800"); a
@@ -33,6 +34,10 @@
 # seconds a move (gumbelSs; both on one thread, resigning as klent gtp does by default): TD search's
 # head-to-head at equal time, e.g. SETTINGS=dyna2-1s OPPONENT=gumbel1s KLENT_FLAGS="--td-root-moves
 # 5 --model weights/go9.onnx". GNU Go (level 10) then only scores the games that end in two passes.
+# OPPONENT=pachiN is Pachi 11.99 at N playouts a move (N >= 500: below, Pachi aborts), one thread,
+# not thinking on klent's time, capturing dead stones before it passes (`make test` builds it into
+# .venv/bin; scripts/install-pachi.sh): Pachi resigns a lost game, and klent resigns as klent gtp
+# does by default, e.g. SETTINGS=200 OPPONENT=pachi5000 OPENINGS=benchmarks/openings/go9-50.txt.
 #
 # TIME_PER_MOVE (seconds, default 10) is the match's limit a move for both engines, and the clock
 # klent's searches are told (`time_settings`): TD search at 10,000 simulations takes 4-5 s a
@@ -41,13 +46,15 @@
 # NAME names the output folders (runs/strength/NAME-SETTING-levelLEVEL, or NAME-SETTING-OPPONENT),
 # to keep other models' apart.
 #
-#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go9.sh
+#   GAMES=100 LEVEL=10 MODEL=weights/go9.onnx [NAME=go9] [JOBS=2] [RESUME=1] bash benchmarks/strength/go.sh
+#   SIZE=19 GAMES=50 OPENINGS=benchmarks/openings/go19-25.txt SETTINGS="reactive 2s" bash benchmarks/strength/go.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+SIZE=${SIZE:-9}
 GAMES=${GAMES:-100}
 LEVEL=${LEVEL:-10}
-MODEL=${MODEL:-weights/go9.onnx}
-NAME=${NAME:-go9}
+MODEL=${MODEL:-weights/go$SIZE.onnx}
+NAME=${NAME:-go$SIZE}
 SETTINGS=${SETTINGS:-"reactive 64 200 800"}
 JOBS=${JOBS:-1}
 CONCURRENCY=${CONCURRENCY:-1}
@@ -70,7 +77,12 @@ case $OPPONENT in
          opponent=".venv/bin/klent gtp --model $MODEL --mode search --time $seconds --threads 1 --name klent-gumbel"
          title="Gumbel search with $MODEL, $seconds s a move"; resign=0.05  # both resign alike,
          threads="--threads 1" ;;  # and think on one core each
-  *) echo "OPPONENT is gnugo or gumbelSs, not $OPPONENT" >&2; exit 2 ;;
+  pachi[0-9]*) playouts=${OPPONENT#pachi}; against=$OPPONENT
+         [[ $playouts =~ ^[0-9]+$ ]] && [ "$playouts" -ge 500 ] \
+           || { echo "Pachi plays 500 playouts a move or more, not $playouts" >&2; exit 2; }
+         opponent=".venv/bin/pachi -t =$playouts threads=1,pondering=0,pass_all_alive"
+         title="Pachi at $playouts playouts"; resign=0.05 ;;
+  *) echo "OPPONENT is gnugo, gumbelSs or pachiN, not $OPPONENT" >&2; exit 2 ;;
 esac
 mkdir -p runs/strength
 
@@ -86,7 +98,7 @@ play_setting() {
   out=runs/strength/$NAME-$setting-$against
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $who, $setting vs $title, $GAMES games -> $out"
-  .venv/bin/klent match --game go9 --games "$GAMES" --time-per-move "$TIME_PER_MOVE" --concurrency "$CONCURRENCY" --out "$out" $resume $openings \
+  .venv/bin/klent match --game "go$SIZE" --games "$GAMES" --time-per-move "$TIME_PER_MOVE" --concurrency "$CONCURRENCY" --out "$out" $resume $openings \
     --engine1 ".venv/bin/klent gtp $play $threads --resign-threshold $resign $KLENT_FLAGS" \
     --engine2 "$opponent" >> "$out.log" 2>&1
   echo "$setting: $(grep -E 'win rate|score margin' "$out.log" | tail -n 2 | tr '\n' ' ')"

@@ -14,6 +14,7 @@ import queue
 import shlex
 import shutil
 import subprocess
+import sysconfig
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -24,9 +25,12 @@ P = TypeVar("P", bound="EngineProcess")
 
 
 def find_program(name: str) -> str | None:
-    """The path of an installed program: on PATH, or in /usr/games, where Debian installs
-    engines (GNU Go, Stockfish) and which is often not on PATH."""
-    return shutil.which(name) or shutil.which(name, path="/usr/games")
+    """The path of an installed program: in klent's virtualenv (its ``bin/``, where
+    ``scripts/install-pachi.sh`` builds Pachi, and which is on PATH only when the virtualenv is
+    activated), on PATH, or in /usr/games, where Debian installs engines (GNU Go, Stockfish) and
+    which is often not on PATH.  The virtualenv comes first, as when it is activated."""
+    return (shutil.which(name, path=sysconfig.get_path("scripts")) or shutil.which(name)
+            or shutil.which(name, path="/usr/games"))
 
 
 class EngineError(Exception):
@@ -53,10 +57,12 @@ class GtpFailure(EngineError):
 class EngineProcess:
     """One engine subprocess and the lines it writes.
 
-    ``command`` is a shell-like command line (split with `shlex`) or an argument list.  The
-    engine's stderr goes to ``stderr`` (a file object; by default it is discarded, because
-    engines chat on stderr and a full pipe would block them).  The first wait of a session
-    lasts at least `STARTUP_TIMEOUT`: engines load their networks then.
+    ``command`` is a shell-like command line (split with `shlex`) or an argument list; a
+    program named without a path is looked for as `find_program` does (``pachi`` is then the
+    virtualenv's, ``gnugo`` Debian's in /usr/games).  The engine's stderr goes to ``stderr``
+    (a file object; by default it is discarded, because engines chat on stderr and a full
+    pipe would block them).  The first wait of a session lasts at least `STARTUP_TIMEOUT`:
+    engines load their networks then.
     """
 
     def __init__(self, command: str | Sequence[str], stderr: IO[str] | None = None) -> None:
@@ -64,6 +70,8 @@ class EngineProcess:
         if not self.argv:
             raise ValueError("empty engine command")
         self.command = command if isinstance(command, str) else shlex.join(self.argv)
+        if "/" not in self.argv[0]:
+            self.argv[0] = find_program(self.argv[0]) or self.argv[0]
         try:
             self.process = subprocess.Popen(
                 self.argv,
@@ -127,6 +135,10 @@ class EngineProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        # The reader ends at the output's end, which the exit brings; its file is closed after
+        # it (closing it under the reader's loop raised in that thread).  A grandchild holding
+        # the pipe open must not hold us: the wait is bounded.
+        self._reader.join(timeout)
         for stream in (self.process.stdin, self.process.stdout):
             if stream is not None:
                 try:
