@@ -9,9 +9,9 @@ since they are configuration.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 MAX_MOVES = 2000
 MAX_SGF_CHARS = 200_000
@@ -166,3 +166,15 @@ class ErrorOut(BaseModel):
 
     detail: str
     errors: list[dict[str, str]] | None = None
+
+
+class KataGoQuery(RootModel[dict[str, Any]]):
+    """A query of KataGo's JSON analysis protocol (KataGo's docs/Analysis_Engine.md): ``id``,
+    ``moves``, ``rules``, ``komi``, ``boardXSize``, ``boardYSize`` and the optional fields.  Its
+    fields are read by `klent.protocols.katago_query`, as `klent analysis` reads them, so its
+    errors are KataGo's ``{"error", "field", "id"}``."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "id": "q1", "moves": [["B", "E5"], ["W", "C3"]], "rules": "chinese", "komi": 7.5,
+        "boardXSize": 9, "boardYSize": 9, "analyzeTurns": [2], "maxVisits": 200, "includeOwnership": True,
+    }]})
