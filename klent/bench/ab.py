@@ -69,19 +69,7 @@ def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed
         if one.game.name != two.game.name:
             raise ValueError(f"{first} plays {one.game.name} but {second} plays {two.game.name}")
         opponent = reactive_agent(two)
-    rewards = play_games(one.game, reactive_agent(one), opponent, games, rng, opening_plies)
-    return MatchSummary.from_counts(
-        wins=int((rewards > 0).sum()), losses=int((rewards < 0).sum()), draws=int((rewards == 0).sum())
-    )
-
-
-def pooled(summaries: list[MatchSummary]) -> MatchSummary:
-    """One summary of all the games of ``summaries`` (one model against several opponents)."""
-    return MatchSummary.from_counts(
-        wins=sum(s.wins for s in summaries),
-        losses=sum(s.losses for s in summaries),
-        draws=sum(s.draws for s in summaries),
-    )
+    return MatchSummary.from_rewards(play_games(one.game, reactive_agent(one), opponent, games, rng, opening_plies))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,5 +92,5 @@ def main(argv: list[str] | None = None) -> int:
         summaries.append(head_to_head(args.first, opponent, args.games, args.opening_plies, args.seed))
         print(summaries[-1].text())
     if len(summaries) > 1:
-        print(f"pooled over {len(summaries)} opponents: {pooled(summaries).text()}")
+        print(f"pooled over {len(summaries)} opponents: {MatchSummary.pooled(summaries).text()}")
     return 0

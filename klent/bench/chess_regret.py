@@ -25,7 +25,6 @@ A setting is ``reactive``, ``gumbel:N`` (N simulations), ``gumbel:N:F`` (rescali
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Iterator
@@ -110,7 +109,8 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
     import chess.engine
     import chess.pgn
 
-    from klent.matchplay.match import chess_opening
+    from klent.matchplay.opening_files import chess_opening
+    from klent.matchplay.records import read_results, recorded_config
 
     stockfish = find_program("stockfish")
     if stockfish is None:
@@ -135,19 +135,19 @@ def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: 
     try:
         # (the position's state, its board, the judge's value there, what each move judged so far gives away)
         cases: list[tuple[State, chess.Board, float, dict[chess.Move, float]]] = []
-        records = [json.loads(line) for line in (folder / "games.jsonl").read_text().splitlines()]
-        openings = json.loads((folder / "summary.json").read_text())["config"]["openings"]
-        for record in sorted(records, key=lambda r: r["game"])[:games]:
+        records = read_results(folder)
+        openings = (recorded_config(folder) or {}).get("openings", [])
+        for record in sorted(records, key=lambda r: r.game)[:games]:
             # the opening's moves are in the record too, played by neither engine
-            opening = "" if record["opening"] is None else openings[record["opening"]]
+            opening = "" if record.opening is None else openings[record.opening]
             book = len(opening.partition(" moves ")[2].split())
-            with open(folder / record["record"], encoding="utf-8") as handle:
+            with open(folder / record.record, encoding="utf-8") as handle:
                 game = chess.pgn.read_game(handle)
             if game is None:
                 continue
             board = game.board()
             root, played = board.fen(), []
-            ours = chess.WHITE if record["first"] == 0 else chess.BLACK
+            ours = chess.WHITE if record.first == 0 else chess.BLACK
             for ply, move in enumerate(game.mainline_moves()):
                 if board.turn == ours and ply >= book:
                     before = value(board)

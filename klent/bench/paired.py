@@ -12,7 +12,7 @@ Games pair by their opening's moves and who moved first, read from each folder's
 ``summary.json``, so rows played from other opening files or in parts still pair correctly; a
 folder without recorded openings pairs by game number.  A row played in parts (other sessions,
 ``--first-opening``) is given as all its folders: with more than two folders, those with equal
-settings but for the games and openings (`klent.matchplay.match.row_settings`) form one row, and
+settings but for the games and openings (`klent.matchplay.records.row_settings`) form one row, and
 there must be two rows.
 
     klent bench paired runs/strength/gpuD-200-level10 runs/strength/abl-noown-200-level10
@@ -22,13 +22,13 @@ there must be two rows.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from klent.matchplay.match import GameResult, game_margin, row_settings
+from klent.matchplay.records import group_rows, read_results, recorded_config
+from klent.matchplay.results import GameResult, game_margin
+from klent.matchplay.stats import sign_test
 
 
 @dataclass(frozen=True)
@@ -42,54 +42,16 @@ class Paired:
     second_better_margin: int
 
 
-
-def sign_test(first: int, second: int) -> float:
-    """Two-sided exact binomial p of ``first`` against ``second`` pairs, each side equally
-    likely to take a pair under the null hypothesis (ties left out beforehand)."""
-    n, k = first + second, min(first, second)
-    if n == 0:
-        return 1.0
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
-
-
-def read_games(folder: Path) -> dict[int, GameResult]:
-    """A match folder's finished games by number."""
-    path = folder / "games.jsonl"
-    try:
-        return {r.game: r for r in (GameResult(**json.loads(line)) for line in path.read_text().splitlines())}
-    except (OSError, ValueError, TypeError) as error:
-        raise ValueError(f"{folder}: no readable games.jsonl ({error})") from None
-
-
-def recorded_config(folder: Path) -> dict | None:
-    """The settings a folder's ``summary.json`` records, or None without one."""
-    path = folder / "summary.json"
-    if not path.is_file():
-        return None
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))["config"]
-    except (OSError, ValueError, KeyError) as error:
-        raise ValueError(f"{folder}: summary.json is not a match summary ({error})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"{folder}: summary.json is not a match summary")
-    return config
-
-
 def rows(folders: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """Two folders are two rows; more are grouped into rows by their settings (the module
     docstring), and must make exactly two."""
     if len(folders) == 2:
         return [folders[0]], [folders[1]]
-    groups: dict[str, list[Path]] = {}
-    for folder in folders:
-        config = recorded_config(folder)
-        if config is None:
-            raise ValueError(f"{folder}: no summary.json, so it cannot be grouped with other folders into a row")
-        groups.setdefault(row_settings(config), []).append(folder)
+    groups = group_rows(folders)
     if len(groups) != 2:
         raise ValueError(f"the {len(folders)} folders hold {len(groups)} rows (folders with equal settings "
                          "but for the games and openings are one row); paired compares two")
-    first, second = groups.values()
+    first, second = groups
     return first, second
 
 
@@ -98,7 +60,7 @@ def row_games(row: Sequence[Path], openings: dict[Path, list[str]] | None) -> di
     folder's recorded ``openings``, or by game number without them (a row of one folder)."""
     games: dict[tuple[object, ...], GameResult] = {}
     for folder in row:
-        for result in read_games(folder).values():
+        for result in read_results(folder):
             if openings is None:
                 key: tuple[object, ...] = (result.game,)
             else:

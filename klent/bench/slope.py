@@ -18,8 +18,9 @@ import argparse
 import re
 from pathlib import Path
 
-from klent.bench.ab import head_to_head, pooled
+from klent.bench.ab import head_to_head
 from klent.engine.network import OnnxEvaluator
+from klent.matchplay.stats import MatchSummary
 
 SNAPSHOT = re.compile(r"iteration-(\d+)\.onnx")
 
@@ -61,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.run} against {', '.join(p.name for p in args.pool)}: {args.games} games each, pooled")
     print("\n| iteration | pooled win rate (95 %) | games |\n|---|---|---|")
     for label, path in models:
-        summary = pooled([head_to_head(path, ref, args.games, args.opening_plies, args.seed) for ref in args.pool])
+        summary = MatchSummary.pooled(head_to_head(path, ref, args.games, args.opening_plies, args.seed)
+                                      for ref in args.pool)
         low, high = summary.win_rate_low, summary.win_rate_high
         print(f"| {label} | {summary.win_rate:.3f} ({low:.3f}–{high:.3f}) | {games} |", flush=True)
     return 0

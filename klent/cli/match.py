@@ -76,20 +76,12 @@ def _uci_options(pairs: list[str], flag: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from klent.matchplay.config import MatchConfig, check_first_opening, go_limits
     from klent.matchplay.engine_process import EngineError
-    from klent.matchplay.match import (
-        MatchConfig,
-        MatchFolderError,
-        check_first_opening,
-        dead_stones,
-        distinct_games,
-        format_result_line,
-        go_limits,
-        load_results,
-        read_openings,
-        run_match,
-        score_margin,
-    )
+    from klent.matchplay.match import run_match
+    from klent.matchplay.opening_files import read_openings
+    from klent.matchplay.records import MatchFolderError, load_results
+    from klent.matchplay.results import dead_stones, distinct_games, format_result_line, score_margin
     from klent.protocols.uci import uci_variant
 
     openings: tuple[str, ...] = ()

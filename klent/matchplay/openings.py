@@ -18,7 +18,7 @@ those it values near even:
   some games one-sided from the start.
 
 Openings are drawn from a seeded generator and deduplicated, so a file is reproducible from
-its command.  Output lines are what `klent.matchplay.match.read_openings` reads: ``FEN moves ...``
+its command.  Output lines are what `klent.matchplay.opening_files.read_openings` reads: ``FEN moves ...``
 for chess (the start position's FEN followed by the moves), GTP vertices for Go, the moves
 alone for the variants.
 """

@@ -1,4 +1,6 @@
-"""Match statistics: score, win rate with a Wilson 95% interval, and the Elo difference.
+"""Match statistics, all of them: score, win rate with a Wilson 95% interval, the Elo
+difference, the sign test of paired games, the maximum-likelihood rating against rated
+anchors, and where a learning curve first reaches a score.
 
 A draw counts half a win.  The Wilson score interval is used rather than the normal
 approximation because matches are short and win rates near 0 or 1 are common (an untrained
@@ -6,14 +8,26 @@ net against GNU Go): Wilson stays inside [0, 1] and is not degenerate at 0 or n 
 difference maps a win rate p through the logistic model, Elo = -400 log10(1/p - 1), and its
 interval maps the Wilson bounds the same way (the map is monotonic); p = 0 or 1 gives an
 infinite difference, reported as such.
+
+A ladder of rated anchors (`fit_rating`) gives one rating from all its games: under the same
+logistic model a game against an anchor rated A is expected to score p(R) = 1 / (1 + 10^((A -
+R) / 400)) for a player rated R, and the rating is the R that maximises the likelihood prod
+p^s (1 - p)^(1 - s) over every game.  The likelihood is log-concave in R, so its maximum is
+the one root of sum(s - p(R)) = 0; the 95 % interval is the likelihood-ratio one, the R where
+the log-likelihood has fallen 1.92 (half of chi-square(1)'s 3.84) below its maximum.  Where
+every game was won (or lost) there is no finite maximum: the rating is reported as above
+(below) the bound that the games still allow.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
+CHI2_95_HALF = 1.920729410347062  # half the 95 % quantile of chi-square with one degree of freedom
+SPAN = 4000.0  # ratings searched within this many points of the anchors
 
 
 def wilson_interval(score: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -55,6 +69,11 @@ class MatchSummary:
     elo_low: float
     elo_high: float
 
+    @property
+    def score(self) -> float:
+        """Points won, a draw counting half."""
+        return self.wins + 0.5 * self.draws
+
     @classmethod
     def from_counts(cls, wins: int, losses: int, draws: int) -> MatchSummary:
         games = wins + losses + draws
@@ -74,6 +93,18 @@ class MatchSummary:
             elo_high=elo_difference(high),
         )
 
+    @classmethod
+    def from_rewards(cls, rewards: Iterable[float]) -> MatchSummary:
+        """The summary of games given as the first engine's rewards (+1, 0, -1)."""
+        values = [float(r) for r in rewards]
+        return cls.from_counts(sum(r > 0 for r in values), sum(r < 0 for r in values), sum(r == 0 for r in values))
+
+    @classmethod
+    def pooled(cls, summaries: Iterable[MatchSummary]) -> MatchSummary:
+        """One summary of all the games of ``summaries``."""
+        parts = list(summaries)
+        return cls.from_counts(sum(s.wins for s in parts), sum(s.losses for s in parts), sum(s.draws for s in parts))
+
     def to_json(self) -> dict[str, float | int | None]:
         """A JSON-safe dict: infinite Elo values become None (JSON has no infinity)."""
         return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
@@ -91,3 +122,91 @@ def _elo_text(value: float) -> str:
     if math.isinf(value):
         return "+inf" if value > 0 else "-inf"
     return f"{value:+.0f}"
+
+
+def sign_test(first: int, second: int) -> float:
+    """Two-sided exact binomial p of ``first`` against ``second`` pairs, each side equally
+    likely to take a pair under the null hypothesis (ties left out beforehand)."""
+    n, k = first + second, min(first, second)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+@dataclass(frozen=True)
+class Rating:
+    """The maximum-likelihood rating and its interval; +-inf where the games allow no bound."""
+
+    elo: float
+    low: float
+    high: float
+
+
+def expected_score(rating: float, anchor: float) -> float:
+    """The logistic model's expected score of a player rated ``rating`` against ``anchor``."""
+    return 1.0 / (1.0 + 10.0 ** ((anchor - rating) / 400.0))
+
+
+def log_likelihood(rating: float, rungs: Sequence[tuple[float, MatchSummary]]) -> float:
+    """Of every game of the ``(anchor rating, summary)`` rungs: a rung's games share p, so its
+    points and its games are all it takes (a term whose weight is 0 is left out: p may round to
+    0 or 1 far from the anchor)."""
+    total = 0.0
+    for anchor, summary in rungs:
+        p = expected_score(rating, anchor)
+        won, lost = summary.score, summary.games - summary.score
+        total += (won * math.log(p) if won else 0.0) + (lost * math.log1p(-p) if lost else 0.0)
+    return total
+
+
+def _bisect(decreasing: Callable[[float], float], low: float, high: float) -> float:
+    """The root of a decreasing function between ``low`` (positive) and ``high`` (negative)."""
+    for _ in range(100):
+        middle = (low + high) / 2
+        if decreasing(middle) > 0:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def fit_rating(rungs: Sequence[tuple[float, MatchSummary]]) -> Rating:
+    """The rating that best explains every game of the ``(anchor rating, summary)`` rungs, with
+    its likelihood-ratio 95 % interval (the module docstring)."""
+    games = sum(summary.games for _, summary in rungs)
+    if games == 0:
+        raise ValueError("no games to rate")
+    score = sum(summary.score for _, summary in rungs)
+    bottom = min(anchor for anchor, _ in rungs) - SPAN
+    top = max(anchor for anchor, _ in rungs) + SPAN
+    if 0 < score < games:
+        elo = _bisect(lambda x: score - sum(s.games * expected_score(x, a) for a, s in rungs), bottom, top)
+    else:
+        elo = top if score == games else bottom  # the likelihood rises without end towards it
+    peak = log_likelihood(elo, rungs)
+
+    def drop(x: float) -> float:
+        return log_likelihood(x, rungs) - (peak - CHI2_95_HALF)
+
+    # A bound beyond the searched span (a handful of games) is no bound at all.
+    low = -math.inf if score == 0 or drop(bottom) > 0 else _bisect(lambda x: -drop(x), bottom, elo)
+    high = math.inf if score == games or drop(top) > 0 else _bisect(drop, elo, top)
+    if score == games:
+        elo = math.inf
+    elif score == 0:
+        elo = -math.inf
+    return Rating(elo, low, high)
+
+
+def reach_point(evaluations: Sequence[float], scores: Sequence[float], target: float) -> float | None:
+    """The simulator evaluations at which a learning curve first reaches ``target``: at the
+    first point scoring at least ``target``, interpolated linearly in log evaluations from the
+    point before it (the first point itself when it already scores enough); None if none does."""
+    for i, (x, y) in enumerate(zip(evaluations, scores)):
+        if y >= target:
+            if i == 0:
+                return float(x)
+            x0, y0 = evaluations[i - 1], scores[i - 1]
+            share = (target - y0) / (y - y0)
+            return float(math.exp(math.log(x0) + share * (math.log(x) - math.log(x0))))
+    return None

@@ -40,8 +40,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import klent.engine.games
+from klent.matchplay.config import MatchConfig
 from klent.matchplay.engine_process import EngineError, UciProcess
-from klent.matchplay.match import MatchConfig, distinct_games, read_openings, run_match
+from klent.matchplay.match import run_match
+from klent.matchplay.opening_files import read_openings
+from klent.matchplay.results import distinct_games
 from klent.protocols.uci import uci_variant
 
 if TYPE_CHECKING:

@@ -1,10 +1,11 @@
 """Measuring a training run: the JSONL metrics log and the evaluation matches.
 
 The log has one JSON object per iteration (losses, entropy of pi', KL(pi' || pi), |Q - G|,
-samples/s, simulator evaluations, win rates when evaluated); `klent plot` draws it.  The
-evaluation plays the greedy policy (argmax of the policy head, no search: the paper's reactive
-evaluation, appendix B) against uniform random play and against an earlier model; games always
-start from the initial position, colours alternate, a draw counts half.
+samples/s, simulator evaluations, win rates when evaluated); `klent plot` draws it, and
+`run_summary` says it in one line.  The evaluation plays the greedy policy (argmax of the
+policy head, no search: the paper's reactive evaluation, appendix B) against uniform random
+play and against an earlier model; games always start from the initial position, colours
+alternate, a draw counts half.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 from klent.engine.files import write_text_atomically
 from klent.engine.games.base import Game, State
 from klent.engine.network import Evaluator
+from klent.matchplay.stats import MatchSummary
 
 # An agent picks one action for each of a batch of states (one network call for all of them).
 Agent = Callable[[Sequence[State]], np.ndarray]
@@ -59,6 +61,31 @@ def truncate_metrics(path: str | Path, last_iteration: int) -> None:
         return
     kept = [r for r in read_metrics(path) if r.get("iteration", -1) <= last_iteration]
     write_text_atomically(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+
+
+def run_summary(records: list[dict]) -> str:
+    """One line: how much a run has spent and how its latest evaluation went.
+
+    ``cpu_seconds`` is cumulative from the first iteration the trainer metered (runs begun
+    before it metered CPU lack it earlier), so the line says from which iteration it counts.
+    """
+    last = records[-1]
+    parts = [
+        f"iteration {last['iteration']}",
+        f"{last.get('samples', 0):,} samples",
+        f"{last.get('simulator_evaluations', 0):,} simulator evaluations",
+    ]
+    metered = [r for r in records if r.get("cpu_seconds") is not None]
+    if metered:
+        since = "" if metered[0] is records[0] else f" from iteration {metered[0]['iteration']} on"
+        parts.append(f"{metered[-1]['cpu_seconds'] / 3600:.2f} CPU-hours{since}")
+    if last.get("wall_seconds") is not None:
+        parts.append(f"{last['wall_seconds'] / 3600:.2f} wall hours")
+    evaluated = [r for r in records if r.get("winrate_random") is not None]
+    if evaluated:
+        latest = evaluated[-1]
+        parts.append(f"vs random {latest['winrate_random']:.2f} at iteration {latest['iteration']}")
+    return ", ".join(parts)
 
 
 def _finite(record: dict) -> dict:
@@ -130,4 +157,4 @@ def play_games(
 
 def match_score(rewards: np.ndarray) -> float:
     """Score of the player whose rewards (+1, 0, -1) these are: (wins + draws / 2) / games."""
-    return float((np.mean(rewards) + 1.0) / 2.0)
+    return MatchSummary.from_rewards(rewards).win_rate

@@ -62,8 +62,9 @@ def test_a_hung_queen_is_a_blunder_and_nothing_else_is(tmp_path: Path, stockfish
     # game 1 from no opening; game 2 from an opening whose own blunder (2. Qg4??) is not engine 1's
     (folder / "game-002.pgn").write_text('[Result "*"]\n\n1. e4 d5 2. Qg4 Bxg4 3. d3 *\n')
     (folder / "summary.json").write_text(json.dumps({"config": {"openings": [f"{start} moves e2e4 d7d5 d1g4"]}}))
-    games = [{"game": 1, "first": 0, "record": "game-001.pgn", "opening": None},
-             {"game": 2, "first": 0, "record": "game-002.pgn", "opening": 0}]
+    unfinished = {"winner": None, "reason": "", "result": "*", "moves": 0}
+    games = [{"game": 1, "first": 0, "record": "game-001.pgn", "opening": None, **unfinished},
+             {"game": 2, "first": 0, "record": "game-002.pgn", "opening": 0, **unfinished}]
     (folder / "games.jsonl").write_text("".join(json.dumps(game) + "\n" for game in games))
     player = Player.load(klent.engine.games.get("chess"), untrained_model("chess"), threads=1)
     rows = list(blunder_rows(player, folder, games=10, depth=6, blunder=0.3, settings=["reactive"]))

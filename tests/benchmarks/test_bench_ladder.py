@@ -1,21 +1,16 @@
-"""`klent bench ladder`: one maximum-likelihood rating from matches against rated anchors."""
+"""`klent bench ladder`: one maximum-likelihood rating from matches against rated anchors
+(`klent.matchplay.stats.fit_rating`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 
 import pytest
 
-from klent.bench.ladder import CHI2_95_HALF, Rung, expected, fit, log_likelihood, main
-from klent.matchplay.match import GameResult
-from klent.matchplay.stats import MatchSummary, elo_difference
-
-
-def rung(anchor: float, wins: int, losses: int, draws: int = 0) -> Rung:
-    return Rung(f"elo{anchor:.0f}", anchor, MatchSummary.from_counts(wins, losses, draws), wins + losses + draws)
+from klent.bench.ladder import main
+from klent.matchplay.results import GameResult
 
 
 def write_match(folder: Path, winners: list[int | None]) -> Path:
@@ -28,44 +23,6 @@ def write_match(folder: Path, winners: list[int | None]) -> Path:
         for k, w in enumerate(winners, start=1)]
     (folder / "games.jsonl").write_text("\n".join(lines) + "\n")
     return folder
-
-
-def test_one_rung_gives_the_anchor_plus_the_elo_difference_of_its_score() -> None:
-    for wins, losses, draws in [(50, 50, 0), (70, 25, 5), (10, 90, 0)]:
-        rating = fit([rung(1500, wins, losses, draws)])
-        rate = (wins + draws / 2) / (wins + losses + draws)
-        assert rating.elo == pytest.approx(1500 + elo_difference(rate), abs=1e-6)
-        assert rating.low < rating.elo < rating.high
-        # the bounds are where the log-likelihood has fallen by half chi-square(1)'s 95 % quantile
-        games = [rung(1500, wins, losses, draws)]
-        peak = log_likelihood(rating.elo, games)
-        for bound in (rating.low, rating.high):
-            assert log_likelihood(bound, games) == pytest.approx(peak - CHI2_95_HALF, abs=1e-6)
-
-
-def test_an_even_score_is_rated_at_its_anchor_with_a_symmetric_interval() -> None:
-    rating = fit([rung(1700, 50, 50)])
-    assert rating.elo == pytest.approx(1700)
-    assert 1700 - rating.low == pytest.approx(rating.high - 1700)
-    assert 60 < rating.high - 1700 < 80  # 100 games: about +-70 Elo
-
-
-def test_several_rungs_balance_the_expected_and_the_actual_score() -> None:
-    rungs = [rung(1350, 80, 20), rung(1500, 60, 38, 2), rung(1700, 30, 70), rung(2000, 3, 97)]
-    rating = fit(rungs)
-    played = sum(r.score for r in rungs)
-    assert sum(r.summary.games * expected(rating.elo, r.anchor) for r in rungs) == pytest.approx(played, abs=1e-6)
-    assert 1500 < rating.elo < 1700
-    # more games pin the rating more tightly than the middle rung alone
-    alone = fit([rungs[1]])
-    assert rating.high - rating.low < alone.high - alone.low
-
-
-def test_a_clean_sweep_has_one_finite_bound_only() -> None:
-    sweep = fit([rung(1500, 100, 0)])
-    assert sweep.elo == math.inf and sweep.high == math.inf and 1500 < sweep.low < 2500
-    wiped = fit([rung(1500, 0, 100)])
-    assert wiped.elo == -math.inf and wiped.low == -math.inf and 500 < wiped.high < 1500
 
 
 def test_the_command_reads_match_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

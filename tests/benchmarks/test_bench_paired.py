@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from klent.bench.paired import compare, main, rows, sign_test
-from klent.matchplay.match import GameResult
+from klent.bench.paired import compare, main, rows
+from klent.matchplay.results import GameResult
 
 
 def write_games(folder: Path, games: list[tuple[int, int, int | None, str]]) -> Path:
@@ -108,10 +108,3 @@ def test_folders_that_make_no_two_rows_or_repeat_a_start_are_refused(tmp_path: P
     for argv in ([str(a1)], [str(a1), str(b), str(c)]):
         with pytest.raises(SystemExit):
             main(argv)
-
-
-def test_sign_test_is_the_exact_binomial() -> None:
-    assert sign_test(0, 0) == 1.0 and sign_test(1, 1) == 1.0
-    assert sign_test(0, 5) == pytest.approx(2 / 32)
-    assert sign_test(10, 0) == pytest.approx(2 / 1024)
-    assert sign_test(12, 17) == sign_test(17, 12) == pytest.approx(0.4583, abs=1e-4)

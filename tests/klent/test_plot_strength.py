@@ -2,51 +2,49 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from klent.cli import main as klent_main
-from klent.cli.plot import MatchPart, match_part, strength_points
-from klent.matchplay.match import MatchConfig, _write_summary
+from klent.matchplay.config import MatchConfig
+from klent.matchplay.records import append_game, start_games, write_summary
+from klent.matchplay.results import GameResult
 from klent.matchplay.stats import MatchSummary
+from klent.matchplay.strength import simulations, strength_points
 
 LEVEL10 = "gnugo --mode gtp --level 10"
 
 
 def match_folder(root: Path, name: str, engine1: str, wins: int, losses: int, options: dict | None = None,
                  opponent: str = LEVEL10, openings: tuple[str, ...] = (), digests: list[str] | None = None) -> Path:
-    """A match folder as `klent match` leaves it: its summary.json written by the match code, and
-    a games.jsonl line (the fields the figure reads) per game, each game distinct unless
-    ``digests`` says otherwise."""
+    """A match folder as `klent match` leaves it, written by the match code: engine 1's ``wins``
+    then its ``losses``, each game distinct unless ``digests`` says otherwise."""
     out = root / name
     out.mkdir()
     config = MatchConfig(engines=(engine1, opponent), game="chess" if options else "go9", games=wins + losses,
                          out=out, uci_options=(options or {}, {}), openings=openings)
-    _write_summary(config, ["klent", "GNU Go"], [], MatchSummary.from_counts(wins=wins, losses=losses, draws=0))
     digests = digests or [f"{name}-{game}" for game in range(wins + losses)]
-    (out / "games.jsonl").write_text("".join(json.dumps({"digest": d}) + "\n" for d in digests), encoding="utf-8")
+    results = [GameResult(game=k + 1, first=k % 2, winner=0 if k < wins else 1, reason="resignation", result="",
+                          moves=9, record="", digest=digest) for k, digest in enumerate(digests)]
+    start_games(config)
+    for result in results:
+        append_game(config, result)
+    write_summary(config, ["klent", "GNU Go"], results)
     return out
-
-
-def part(folder: Path) -> MatchPart:
-    found = match_part(folder)
-    assert found is not None
-    return found
 
 
 def test_points_come_from_engine_ones_simulations_and_the_folder_names_the_player(tmp_path: Path) -> None:
     td = match_folder(tmp_path, "td-td-1000-level10", "klent gtp --mode td --simulations 1000", 30, 70)
     uci = match_folder(tmp_path, "chess-64-skill0", "klent uci", 10, 90, {"Simulations": "64"})
     reactive = match_folder(tmp_path, "go9-reactive-level10", "klent gtp --mode reactive", 50, 50)
-    [point] = strength_points([part(td)])
+    [point] = strength_points([td])[0]
     assert (point.player, point.simulations, point.games, point.distinct, point.folders) == \
         ("td-td-level10", 1000, 100, 100, 1)
     assert point.elo == pytest.approx(-147.2, abs=0.1) and point.elo_low < point.elo < point.elo_high  # 400 log10(3/7)
-    chess = part(uci)
-    assert (chess.player, chess.simulations) == ("chess-skill0", 64)
-    assert match_part(reactive) is None
+    [chess], left_out = strength_points([uci, reactive])
+    assert (chess.player, chess.simulations) == ("chess-skill0", 64) and left_out == [reactive]
+    assert simulations(reactive) is None
 
 
 def test_the_parts_of_one_match_pool_into_one_point(tmp_path: Path) -> None:
@@ -58,7 +56,7 @@ def test_the_parts_of_one_match_pool_into_one_point(tmp_path: Path) -> None:
     second = match_folder(tmp_path, "td-s2-td-10000-level10", engine, 30, 50, openings=("C3 G7", "D5 F3"),
                           digests=[f"b{g}" for g in range(79)] + ["same"])
     level0 = match_folder(tmp_path, "td-s3-td-10000-level0", engine, 60, 40, opponent="gnugo --mode gtp --level 0")
-    points = strength_points([part(first), part(second), part(level0)])
+    points, _ = strength_points([first, second, level0])
     assert [(p.player, p.games, p.distinct, p.folders) for p in points] == [
         ("td-s2r-td-level10", 100, 99, 2), ("td-s3-td-level0", 100, 100, 1)]
     pooled = MatchSummary.from_counts(wins=34, losses=66, draws=0)
@@ -83,6 +81,7 @@ def test_the_figure_and_table_and_one_line_errors(tmp_path: Path, capsys: pytest
     assert klent_main(["plot", "--strength", str(folders[0]), "-o", str(png)]) == 2
     err = capsys.readouterr().err
     assert err.count("not a klent match folder") == 2 and "Traceback" not in err
+    assert "no summary.json" in err and "no readable games.jsonl" in err
 
 
 def test_a_results_table_gives_the_points_of_matches_whose_folders_are_gone(

@@ -1,67 +1,23 @@
-"""`klent match`: statistics against hand-computed values, and real games against GNU Go."""
+"""`klent match`: what a match records (score margins, distinct games, a resume), and real games against GNU Go."""
 
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
 
 import pytest
 
 from klent.engine.games.sgf import read_sgf
+from klent.matchplay.config import MatchConfig
 from klent.matchplay.engine_process import GtpProcess
-from klent.matchplay.match import (
-    GameResult,
-    MatchConfig,
-    MatchFolderError,
-    distinct_games,
-    game_digest,
-    load_results,
-    score_margin,
-)
-from klent.matchplay.stats import MatchSummary, elo_difference, wilson_interval
+from klent.matchplay.records import MatchFolderError, load_results
+from klent.matchplay.results import GameResult, distinct_games, game_digest, score_margin
 
 # GNU Go as a referee at level 0, for the tests that check what a match records rather than who
 # won: its final_score on a sparse 9x9 board (games cut after 8 or 30 moves) took 1 s against
 # 23 s at the default level 10, measured here.  The score it gives is not what they test.
 CHEAP_REFEREE = "--mode gtp --chinese-rules --level 0"
-
-
-def test_wilson_interval_matches_hand_computation() -> None:
-    # 5/10: centre 0.5, half-width 1.96/1.38415 * sqrt(0.025 + 0.0096036) = 0.26341.
-    low, high = wilson_interval(5, 10)
-    assert low == pytest.approx(0.23659, abs=1e-4) and high == pytest.approx(0.76341, abs=1e-4)
-    # 0/10: the interval starts at 0 and is not degenerate (upper bound 0.27753).
-    low, high = wilson_interval(0, 10)
-    assert low == 0.0 and high == pytest.approx(0.27753, abs=1e-4)
-    # 10/10 mirrors 0/10.
-    low, high = wilson_interval(10, 10)
-    assert high == 1.0 and low == pytest.approx(1 - 0.27753, abs=1e-4)
-    # The ends are exact at any number of games (at 100, rounding once left 3.5e-18).
-    for n in (1, 7, 100, 400, 1000):
-        assert wilson_interval(0, n)[0] == 0.0 and wilson_interval(n, n)[1] == 1.0
-
-
-def test_elo_difference_matches_logistic_model() -> None:
-    assert elo_difference(0.5) == 0.0
-    assert elo_difference(0.75) == pytest.approx(400 * math.log10(3), abs=1e-9)  # 190.85
-    assert elo_difference(0.25) == pytest.approx(-400 * math.log10(3), abs=1e-9)
-    assert elo_difference(0.0) == -math.inf and elo_difference(1.0) == math.inf
-
-
-def test_summary_counts_draws_as_half_and_maps_the_interval() -> None:
-    summary = MatchSummary.from_counts(wins=6, losses=3, draws=1)
-    assert summary.games == 10 and summary.win_rate == pytest.approx(0.65)
-    assert summary.elo == pytest.approx(-400 * math.log10(1 / 0.65 - 1))  # +107.5
-    low, high = wilson_interval(6.5, 10)
-    assert (summary.win_rate_low, summary.win_rate_high) == (low, high)
-    assert summary.elo_low == pytest.approx(elo_difference(low))
-    assert summary.elo_low < summary.elo < summary.elo_high
-    shutout = MatchSummary.from_counts(0, 4, 0)
-    assert shutout.to_json()["elo"] is None and shutout.to_json()["elo_high"] is not None
-    assert "-inf" in shutout.text()
-    assert MatchSummary.from_counts(0, 100, 0).to_json()["elo_low"] is None
 
 
 def test_score_margin_is_from_the_first_engines_view_over_scored_games() -> None:
@@ -229,7 +185,7 @@ def test_an_engine_that_cannot_start_stops_the_match_before_its_first_game(gnugo
 def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gnugo_path) -> None:
     import chess.pgn
 
-    from klent.matchplay.match import read_openings
+    from klent.matchplay.opening_files import read_openings
 
     start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq -"
     chess_file = tmp_path / "chess.txt"
@@ -291,8 +247,6 @@ def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gn
 
 
 def test_a_first_opening_shifts_every_games_opening_and_must_be_one_of_the_file(tmp_path) -> None:
-    from klent.matchplay.match import MatchConfig
-
     config = MatchConfig(engines=("a", "b"), games=8, openings=("A", "B", "C"), first_opening=2)
     assert [config.opening(i) for i in range(6)] == [(2, "C"), (2, "C"), (0, "A"), (0, "A"), (1, "B"), (1, "B")]
     for wrong in (3, -1):
@@ -310,7 +264,7 @@ def test_a_first_opening_shifts_every_games_opening_and_must_be_one_of_the_file(
 def test_generated_openings_are_balanced_distinct_and_readable(tmp_path, stockfish_path) -> None:
     import chess.engine
 
-    from klent.matchplay.match import opening_state, read_openings
+    from klent.matchplay.opening_files import opening_state, read_openings
 
     out = tmp_path / "openings.txt"
     completed = subprocess.run([sys.executable, "-m", "klent", "openings", "--game", "chess", "--count", "4",
@@ -341,7 +295,7 @@ def test_generated_variant_openings_are_judged_by_fairy_stockfish(tmp_path, fair
     the position within half a pawn of even, as the same engine confirms afterwards."""
     from fairy_stockfish import FairyStockfish
 
-    from klent.matchplay.match import read_openings
+    from klent.matchplay.opening_files import read_openings
 
     out = tmp_path / "gardner.txt"
     command = [sys.executable, "-m", "klent", "openings", "--game", "gardner", "--count", "4", "--plies", "4",

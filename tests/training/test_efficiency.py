@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from klent.cli import main as klent_main
-from klent.cli.plot import reach_point
-from klent.matchplay.match import go_limits
+from klent.matchplay.config import go_limits
 from klent.training.config import EvalConfig, TrainConfig, config_to_toml, load_config
 from klent.training.metrics import read_metrics
 from klent.training.selfplay import SelfPlayConfig
@@ -101,14 +100,6 @@ def write_run(folder: Path, game: str, algo: str, points: list[tuple[int, float]
     lines.insert(1, {"iteration": 0, "simulator_evaluations": 5, "samples": 5})  # no anchor here
     (folder / "metrics.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return folder
-
-
-def test_reach_point_interpolates_the_first_crossing_in_log_evaluations() -> None:
-    assert reach_point([1e3, 1e4, 1e5], [0.2, 0.4, 0.6], 0.5) == pytest.approx(10**4.5)
-    assert reach_point([1e3, 1e4, 1e5], [0.3, 0.5, 0.4], 0.5) == pytest.approx(1e4)  # exactly at a point
-    assert reach_point([1e3, 1e4, 1e5, 1e6], [0.6, 0.1, 0.2, 0.9], 0.5) == 1e3  # the first one already
-    assert reach_point([1e3, 1e4, 1e5], [0.1, 0.6, 0.2], 0.5) == pytest.approx(10**3.8)  # first, not last
-    assert reach_point([1e3, 1e4], [0.1, 0.4], 0.5) is None
 
 
 def test_plot_efficiency_groups_seeds_draws_the_figure_and_prints_the_reach_table(
