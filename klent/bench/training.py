@@ -132,7 +132,7 @@ def distill_throughput(config: TrainConfig, iterations: int, threads: int) -> di
         start = time.perf_counter()
         export_onnx(trainer.model, trainer.game, f"{folder}/export.onnx")
         export_seconds = time.perf_counter() - start
-        positions = len(trainer.algorithm.labelled)  # type: ignore[attr-defined]
+        positions = sum(len(s) for s in trainer.algorithm.sets)  # type: ignore[attr-defined]
         rng = np.random.default_rng(0)
         samples = random_samples(trainer.game, config.distill.positions, rng)  # as many as an iteration fits
         samples = dataclasses.replace(samples, q_targets=rng.uniform(-1, 1, samples.policy.shape).astype(np.float32))

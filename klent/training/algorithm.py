@@ -86,4 +86,4 @@ def build_algorithm(
         return GumbelAZ(config.gumbel_az_config(), config.selfplay.steps)
     from klent.training.distill import Distill
 
-    return Distill.load(config.distill, game, config.seed, rank, world_size, progress)
+    return Distill.load(config.distill, game, config.seed, rank, world_size, progress, tuple(config.board_sizes))

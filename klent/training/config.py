@@ -40,7 +40,7 @@ from klent.engine.settings import (
     read_toml,
     section,
 )
-from klent.matchplay.match import go_limits
+from klent.matchplay.config import go_limits
 from klent.training import anchor, gateau, klent_rl
 from klent.training.distill import DistillConfig
 from klent.training.nets import NetConfig
@@ -59,7 +59,9 @@ PRECISIONS: dict[str, torch.dtype | None] = {"float32": None, "bfloat16": torch.
 
 # The tables of a config file, and the keys of [net] (TrainConfig holds them at its top level).
 SECTIONS = ("game_options", "net", "klent", "gumbel_az", "selfplay", "optim", "eval", "distill")
-NET_KEYS = ("architecture", "blocks", "channels", "heads", "ownership_head", "score_head", "global_pooling")
+NET_KEYS = (
+    "architecture", "blocks", "channels", "heads", "ownership_head", "score_head", "global_pooling", "board_sizes",
+)
 KLENT_KEYS = ("alpha", "beta", "lam")
 # Whose policy KLENT's KL term pulls the improved policy towards: the current network's own (the
 # paper's), or the network a run started from (--init), fixed for the whole run -- an anchor
@@ -166,10 +168,11 @@ class TrainConfig:
     architecture: Str = "resnet"  # "resnet" (nets.KlentNet) or "gateau" (gateau.GateauNet, chess variants)
     blocks: Annotated[Int, Field(ge=0)] = 6
     channels: Annotated[Int, Field(ge=1)] = 64
-    heads: Str = "fc"  # action heads: "fc" (any game) or "conv" (games with Game.action_planes)
+    heads: Str = "fc"  # action heads: "fc" (any game), "conv" (games with Game.action_planes), "board" (Go, any size)
     ownership_head: Bool = False  # Go's auxiliary heads (klent.training.ownership)
     score_head: Bool = False
     global_pooling: Bool = False  # KataGo's global pooling in every second block
+    board_sizes: list[Int] = field(default_factory=list)  # heads = "board": the Go sizes trained and served
     preset: Str = "klent"  # KLENT ablation preset (klent.training.klent_rl.PRESETS)
     kl_reference: Str = "policy"  # [klent] kl_reference: whose policy KLENT's KL term pulls towards (KL_REFERENCES)
     klent_overrides: dict[str, Float] = field(default_factory=dict)  # alpha / beta / lam

@@ -176,6 +176,23 @@ class LabelledSet:
         return self.action[start:end], self.value[start:end]
 
 
+def _set_game(folder: str, game: Game, board_sizes: tuple[int, ...]) -> Game:
+    """The game whose positions the set at ``folder`` holds: ``game`` itself, or ``game`` on
+    another of ``board_sizes`` (Go: the same options and encoder)."""
+    manifest = Manifest.read(Path(folder))
+    if manifest is None:
+        raise FileNotFoundError(f"{folder} holds no labelled set (run `klent distill label` first)")
+    name = LabelConfig(**manifest.config).game
+    if name == game.name:
+        return game
+    if not (isinstance(game, GoGame) and name.startswith("go") and name[2:].isdigit()):
+        raise ValueError(f"{folder} holds {name} positions, not {game.name}")
+    if int(name[2:]) not in board_sizes:
+        raise ValueError(f"{folder} holds {name} positions: list {name[2:]} in the network's board_sizes "
+                         f"(a network with board heads) to fit them beside {game.name}")
+    return game.resized(int(name[2:]))
+
+
 def go_q_targets(
     shard: dict[str, np.ndarray], scores: np.ndarray, score_scale: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -188,8 +205,8 @@ def go_q_targets(
     tanh((final score - its shortfall) / S), the shortfall being how many of the teacher's
     points (GNU Go's move values) it is worth less than the best listed move -- the score the
     game would have ended with had that move been played, squashed so that a won-by-40 position
-    reads near 1 and a close one near 0.  Measured on 9x9 (benchmarks/RESULTS.md, "9x9 Go: 2.5
-    times the labels"): S = 10 made a better policy but worse values for search, so 0 is the
+    reads near 1 and a close one near 0.  Measured on 9x9 (docs/experiments/
+    2026-11-25-go9-distillation.md): S = 10 made a better policy but worse values for search, so 0 is the
     default.
     """
     if score_scale <= 0:
@@ -381,11 +398,16 @@ def validation_metrics(
 @dataclass(frozen=True)
 class Distill:
     """Distillation as the trainer runs it (`klent.training.algorithm.Algorithm`): iteration ``i``
-    fits the positions `batches` gives it, each of ``world_size`` processes its share."""
+    fits the positions `batches` gives it, each of ``world_size`` processes its share.
+
+    Go sets of several board sizes (for a network with board heads, `NetConfig.board_sizes`)
+    are fitted in turn, one size an iteration, so that each minibatch holds one board shape:
+    iteration ``i`` draws from ``sets[i % len(sets)]``, the run's own size first.
+    """
 
     config: DistillConfig
-    labelled: LabelledSet
-    num_actions: int
+    sets: tuple[LabelledSet, ...]  # one per game (board size), the run's game first
+    games: tuple[Game, ...]
     seed: int
     rank: int = 0
     world_size: int = 1
@@ -393,29 +415,49 @@ class Distill:
 
     @classmethod
     def load(
-        cls, config: DistillConfig, game: Game, seed: int, rank: int, world_size: int, progress: bool
+        cls, config: DistillConfig, game: Game, seed: int, rank: int, world_size: int, progress: bool,
+        board_sizes: tuple[int, ...] = (),
     ) -> Distill:
         """Read the labelled sets of ``config.data``, folders separated by commas (a progress bar
-        on the first process only)."""
+        on the first process only); sets of other Go sizes are read when ``board_sizes`` lists
+        them (the network's board heads play them)."""
         folders = [folder.strip() for folder in config.data.split(",") if folder.strip()]
         if not folders:
             raise ValueError("--algo distill needs a labelled set: --data FOLDER[,FOLDER...] or [distill] data")
         show = progress and rank == 0
-        parts = [LabelledSet.load(f, game, progress=show, score_scale=config.score_scale) for f in folders]
-        labelled = LabelledSet.join(parts)
-        return cls(config, labelled, game.num_actions, seed, rank, world_size)
+        by_game: dict[str, list[LabelledSet]] = {game.name: []}
+        games = {game.name: game}
+        for folder in folders:
+            wanted = _set_game(folder, game, board_sizes)
+            games.setdefault(wanted.name, wanted)
+            by_game.setdefault(wanted.name, []).append(
+                LabelledSet.load(folder, wanted, progress=show, score_scale=config.score_scale))
+        names = [name for name, parts in by_game.items() if parts]
+        sets = tuple(LabelledSet.join(by_game[name]) for name in names)
+        return cls(config, sets, tuple(games[name] for name in names), seed, rank, world_size)
 
     def collect(self, slots: GameSlots, network: Callable[[], Any], iteration: int) -> Samples:
-        chosen = batches(self.labelled, self.config.positions, self.seed, iteration)
+        turn, round_ = iteration % len(self.sets), iteration // len(self.sets)
+        labelled = self.sets[turn]
+        chosen = batches(labelled, self.config.positions, self.seed, round_)
         mine = chosen[self.rank :: self.world_size]
-        return to_samples(self.labelled, mine, self.num_actions, self.config.temperature, self.config.best_weight)
+        actions = self.games[turn].num_actions
+        return to_samples(labelled, mine, actions, self.config.temperature, self.config.best_weight)
 
     def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
         return distill_loss(outputs, batch, self.config.q_weight)
 
     def validate(self, model: torch.nn.Module, device: torch.device) -> dict[str, float]:
-        return validation_metrics(model, self.labelled, self.num_actions, device)
+        """`validation_metrics` of each set; those of other sizes than the run's are prefixed
+        with their game (``go13/val_top1``)."""
+        metrics = {}
+        for turn, (labelled, game) in enumerate(zip(self.sets, self.games)):
+            prefix = "" if turn == 0 else f"{game.name}/"
+            found = validation_metrics(model, labelled, game.num_actions, device)
+            metrics.update({prefix + key: value for key, value in found.items()})
+        return metrics
 
     def provenance(self) -> dict[str, str]:
         # where the knowledge came from, and what its values measure (`Player.value_scale`)
-        return {"algorithm": "distill", "labels": self.labelled.description, "value_scale": self.labelled.value_scale}
+        labels = "; ".join(labelled.description for labelled in self.sets)
+        return {"algorithm": "distill", "labels": labels, "value_scale": self.sets[0].value_scale}

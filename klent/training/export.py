@@ -30,10 +30,12 @@ from torch import Tensor, nn
 
 from klent.engine.files import atomic_target
 from klent.engine.games.base import Game
+from klent.engine.games.go import MAX_SIZE, MIN_SIZE
 from klent.engine.network import (
     ACTION_VALUE_OUTPUT,
     INPUT_NAME,
     META_ARCH,
+    META_BOARD_SIZES,
     META_ENCODER,
     META_GAME,
     META_TRAINING,
@@ -80,7 +82,9 @@ def export_onnx(
     """Write ``model`` (trained for ``game``) to ``path`` as a klent ONNX model, atomically.
 
     ``training_info`` (algorithm, simulator evaluations, ...) goes into ``klent.training``; the
-    export date is added unless given.  The caller's model is not modified (a CPU copy in eval
+    export date is added unless given.  A Go network with board heads (`NetConfig.heads` =
+    "board") is exported with dynamic board axes and serves its ``board_sizes``
+    (``klent.board_sizes``; none given: ``game``'s size alone).  The caller's model is not modified (a CPU copy in eval
     mode is exported).  A model with NaN or infinite weights (a diverged training run) is
     refused: every engine search with it would fail at its first move.
     """
@@ -95,6 +99,15 @@ def export_onnx(
     wrapped = _PresentOutputs(copy.deepcopy(model).cpu()).eval()
     # Batch 2, not 1: torch.export specialises a dimension whose example size is 1.
     example = torch.zeros((2, *game.observation_shape), dtype=torch.float32)
+    axes: dict[int, torch.export.Dim] = {0: torch.export.Dim("batch")}
+    meta = {}
+    if model.config.heads == "board":
+        sizes = sorted(set(model.config.board_sizes or [game.observation_shape[1]]))
+        if not all(isinstance(size, int) and MIN_SIZE <= size <= MAX_SIZE for size in sizes):
+            raise ValueError(f"Go board sizes are {MIN_SIZE}..{MAX_SIZE}, not {sizes}")
+        side = torch.export.Dim("side", min=2, max=MAX_SIZE)  # square boards: one axis for both
+        axes.update({2: side, 3: side})
+        meta[META_BOARD_SIZES] = json.dumps(sizes)
     with _quiet_exporter():
         program = torch.onnx.export(
             wrapped,
@@ -102,7 +115,7 @@ def export_onnx(
             dynamo=True,
             input_names=[INPUT_NAME],
             output_names=output_names(model),
-            dynamic_shapes=({0: torch.export.Dim("batch")},),
+            dynamic_shapes=(axes,),
             opset_version=OPSET,
             verbose=False,
         )
@@ -113,6 +126,7 @@ def export_onnx(
             META_ENCODER: str(game.encoder_version),
             META_ARCH: model.config.arch,
             META_TRAINING: json.dumps(info, sort_keys=True),
+            **meta,
         }
     )
     with atomic_target(path) as tmp:

@@ -25,6 +25,11 @@ costs little time (about 4% of the multiply-adds of a 6 x 64 chess net) and lear
 The paper says only that its heads are multilayer perceptrons; these sizes are ours (at the
 paper's 6 x 128 on 9x9 Go the whole net has 1.82M parameters, inside its 1.7M-2.1M range).
 
+``heads = "board"`` (Go) replaces them with KataGo's fully convolutional heads (Wu 2019,
+appendix A): each point's logit and action value from a 1x1 convolution, pass and the state
+value and score from features pooled over the board (`BoardPooling`), so no layer depends on
+the board's size and one network, exported with dynamic board axes, plays every size.
+
 Values are from the view of the side to move, like everything in klent.  Outputs are raw:
 illegal actions are masked by the evaluators (`klent.training.torch_evaluator`, `klent.engine.network`).
 """
@@ -48,6 +53,9 @@ if TYPE_CHECKING:
 
 # Network families: "resnet" is `KlentNet`, "gateau" the graph network of `klent.training.gateau`.
 ARCHITECTURES = ("resnet", "gateau")
+
+# Action and value heads of a `KlentNet` (`NetConfig.heads`).
+HEADS = ("fc", "conv", "board")
 
 # Planes of the 1x1 convolution that opens each action head (AlphaZero's policy head uses 2).
 ACTION_HEAD_PLANES = 2
@@ -73,12 +81,14 @@ class NetConfig:
     value_head: bool = False  # True for the Gumbel AlphaZero baseline (policy + state value)
     action_value_head: bool = True  # False for the Gumbel AlphaZero baseline
     # "fc": AlphaZero's heads (1x1 conv to 2 planes, one linear layer to every action), any game;
-    # "conv": `PlaneHead`, actions as convolution planes, for games with `Game.action_planes`.
+    # "conv": `PlaneHead`, actions as convolution planes, for games with `Game.action_planes`;
+    # "board": KataGo's heads for Go (`BoardActionHead`, `PooledValueHead`), any board size.
     heads: str = "fc"
     ownership_head: bool = False  # each point's final owner, [B, H, W] (Go)
     score_head: bool = False  # the final score in points, [B] (Go)
     global_pooling: bool = False  # every second residual block is a `GlobalPoolBlock`
     architecture: str = "resnet"  # one of ARCHITECTURES (last: callers pass the sizes by position)
+    board_sizes: tuple[int, ...] = ()  # board heads: the Go sizes it is trained for and its model serves
 
     def __post_init__(self) -> None:
         if self.architecture not in ARCHITECTURES:
@@ -90,8 +100,11 @@ class NetConfig:
             raise ValueError(
                 "the gateau network has its own heads: no heads, ownership, score or global pooling settings"
             )
-        if self.heads not in ("fc", "conv"):
-            raise ValueError(f"network heads are 'fc' or 'conv', not {self.heads!r}")
+        object.__setattr__(self, "board_sizes", tuple(self.board_sizes))  # a TOML list, frozen
+        if self.board_sizes and self.heads != "board":
+            raise ValueError("only a network with board heads (heads = \"board\") serves several board sizes")
+        if self.heads not in HEADS:
+            raise ValueError(f"network heads are one of {', '.join(map(repr, HEADS))}, not {self.heads!r}")
         if self.blocks < 0 or self.channels < 1:
             raise ValueError(f"a network needs blocks >= 0 and channels >= 1, not {self}")
         if not (self.value_head or self.action_value_head):
@@ -102,7 +115,7 @@ class NetConfig:
     def arch(self) -> str:
         """Short architecture name stored in model files, e.g. ``"resnet-6x64"``
         (``"resnet-6x64-conv"`` with convolutional action heads, ``"gateau-6x64"`` for AlphaGateau)."""
-        return (f"{self.architecture}-{self.blocks}x{self.channels}" + ("-conv" if self.heads == "conv" else "")
+        return (f"{self.architecture}-{self.blocks}x{self.channels}" + ("" if self.heads == "fc" else f"-{self.heads}")
                 + ("-gpool" if self.global_pooling else ""))
 
     @classmethod
@@ -228,6 +241,79 @@ class ScoreHead(ValueHead):
         return self.raw(x) * self.points
 
 
+class BoardPooling(nn.Module):
+    """KataGo's pooling of a head's features over the board: per channel the mean, the mean
+    scaled by the board's width, (sqrt(points) - 14) / 10, and the max -- [B, 3 * channels].
+    The width term lets one set of weights read a 9x9 and a 19x19 board differently."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        mean = x.mean(dim=(2, 3))
+        points = torch.ones_like(x[:, :1]).sum(dim=(2, 3))  # [B, 1]; traced with dynamic board axes
+        return torch.cat([mean, mean * (points.sqrt() - 14.0) / 10.0, x.amax(dim=(2, 3))], dim=1)
+
+
+def board_points(x: Tensor) -> Tensor:
+    """The number of points of ``x``'s board, [B]; `BoardPooling`'s way, so it exports with dynamic axes."""
+    return torch.ones_like(x[:, 0]).sum(dim=(1, 2))
+
+
+class BoardActionHead(nn.Module):
+    """KataGo's policy head, for Go on any board: one output per point and one for pass.
+
+    A 1x1 convolution gives ``head`` feature planes; a second set is pooled over the board
+    (`BoardPooling`) and biases them per channel (what the whole board says about each point:
+    who leads, ko threats), then BN-ReLU and a 1x1 convolution give each point's output; pass
+    comes from the pooled features alone.  Point outputs are read row-major, then pass: Go's
+    action layout.
+    """
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        head = max(1, channels // 2)
+        self.points = nn.Conv2d(channels, head, 1, bias=False)
+        self.pooled = nn.Conv2d(channels, head, 1, bias=False)
+        self.pooled_bn = nn.BatchNorm2d(head)
+        self.pool = BoardPooling()
+        self.bias = nn.Linear(3 * head, head)
+        self.bn = nn.BatchNorm2d(head)
+        self.out = nn.Conv2d(head, 1, 1)
+        self.pass_out = nn.Linear(3 * head, 1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        g = self.pool(torch.relu(self.pooled_bn(self.pooled(x))))
+        y = self.points(x) + self.bias(g)[:, :, None, None]
+        board = self.out(torch.relu(self.bn(y))).flatten(1)
+        return torch.cat([board, self.pass_out(g)], dim=1)
+
+
+class PooledValueHead(nn.Module):
+    """KataGo's value head, for any board: 1x1 conv, BN-ReLU, `BoardPooling`, FC-ReLU, FC."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        head = max(1, channels // 2)
+        self.conv = nn.Conv2d(channels, head, 1, bias=False)
+        self.bn = nn.BatchNorm2d(head)
+        self.pool = BoardPooling()
+        self.fc1 = nn.Linear(3 * head, channels)
+        self.fc2 = nn.Linear(channels, 1)
+
+    def raw(self, x: Tensor) -> Tensor:
+        """The output before the tanh, [B]."""
+        g = self.pool(torch.relu(self.bn(self.conv(x))))
+        return self.fc2(torch.relu(self.fc1(g))).squeeze(1)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.tanh(self.raw(x))
+
+
+class PooledScoreHead(PooledValueHead):
+    """`PooledValueHead`'s shape without the tanh, scaled by the board's points (as `ScoreHead`)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.raw(x) * board_points(x)
+
+
 class NetOutputs(NamedTuple):
     """What `KlentNet.forward` returns; a head the network lacks gives None."""
 
@@ -268,14 +354,25 @@ class KlentNet(nn.Module):
 
             def head() -> nn.Module:
                 return PlaneHead(config.channels, action_planes)
+        elif config.heads == "board":
+            if num_actions != points + 1:
+                raise ValueError("board heads are for Go: one action per point of the board, and pass")
+
+            def head() -> nn.Module:
+                return BoardActionHead(config.channels)
         else:
             def head() -> nn.Module:
                 return ActionHead(config.channels, points, num_actions)
         self.policy_head = head()
         self.action_value_head = head() if config.action_value_head else None
-        self.value_head = ValueHead(config.channels, points) if config.value_head else None
+        pooled = config.heads == "board"
+        self.value_head: nn.Module | None = None
+        if config.value_head:
+            self.value_head = PooledValueHead(config.channels) if pooled else ValueHead(config.channels, points)
         self.ownership_head = OwnershipHead(config.channels) if config.ownership_head else None
-        self.score_head = ScoreHead(config.channels, points) if config.score_head else None
+        self.score_head: nn.Module | None = None
+        if config.score_head:
+            self.score_head = PooledScoreHead(config.channels) if pooled else ScoreHead(config.channels, points)
 
     def forward(self, obs: Tensor) -> NetOutputs:
         """The heads' outputs, raw and unmasked; values, ownership and score are from the view

@@ -31,6 +31,7 @@ from tqdm import tqdm
 
 from klent.engine.files import copy_atomically, write_text_atomically
 from klent.engine.games.base import Game
+from klent.engine.games.go import GoGame
 from klent.engine.network import OnnxEvaluator, default_threads
 from klent.training.algorithm import SelfPlayNetwork, build_algorithm
 from klent.training.anchor import ANCHOR_MATCHES, play_anchor, probe_anchor
@@ -99,8 +100,8 @@ class Trainer:
             if config.selfplay.archive_size
             else None
         )
-        # The augmentation's action permutations, built once (None: no augmentation).
-        self.symmetries = self.game.symmetries() if config.optim.symmetries else None
+        # The augmentation's action permutations, built once per board shape (none: no augmentation).
+        self._symmetries: dict[tuple[int, ...], np.ndarray] = {}
         resigning = config.selfplay.resign_threshold > 0
         self.slots = GameSlots(
             self.game,
@@ -209,7 +210,7 @@ class Trainer:
                 max(1, self.config.optim.batch_size // self.dist.world_size),
                 self.config.optim.epochs,
                 self.device,
-                self.symmetries,
+                self._symmetries_of(samples.obs.shape[1:]),
                 self.config.optim.autocast_dtype(),
             )
         except TrainingDiverged as error:
@@ -336,6 +337,18 @@ class Trainer:
                 play_games(self.game, current, opponent, cfg.games, rng, opening_plies=cfg.opening_plies)
             )
         return result
+
+    def _symmetries_of(self, shape: tuple[int, ...]) -> np.ndarray | None:
+        """The board symmetries of samples of observation ``shape`` (a distillation of several Go
+        sizes fits each in turn), or None without augmentation."""
+        if not self.config.optim.symmetries:
+            return None
+        if shape not in self._symmetries:
+            game = self.game
+            if isinstance(game, GoGame) and shape[1:] != game.observation_shape[1:]:
+                game = game.resized(shape[-1])
+            self._symmetries[shape] = game.symmetries()
+        return self._symmetries[shape]
 
     def _export(self) -> None:
         export_onnx(self.model, self.game, self.out / LATEST_ONNX, self._training_info())

@@ -228,7 +228,7 @@ def test_a_labelled_set_is_split_by_game_and_walked_in_seeded_epochs(labelled: P
 def test_several_labelled_sets_are_fitted_as_one_each_keeping_its_split(labelled: Path) -> None:
     game = klent.engine.games.get("chess")
     one = LabelledSet.load(labelled, game, progress=False)
-    both = Distill.load(DistillConfig(data=f"{labelled}, {labelled}"), game, 0, 0, 1, progress=False).labelled
+    both = Distill.load(DistillConfig(data=f"{labelled}, {labelled}"), game, 0, 0, 1, progress=False).sets[0]
     size = len(one)
     assert len(both) == 2 * size and both.description.count("Stockfish") == 2
     np.testing.assert_array_equal(both.validation, np.concatenate([one.validation, one.validation]))
@@ -316,6 +316,40 @@ def test_init_starts_klent_from_a_distilled_net(labelled: Path, tmp_path: Path) 
         Trainer(dataclasses.replace(follow, init="weights/chess.onnx"), tmp_path / "onnx", threads=1)
     with pytest.raises(ValueError, match="this run builds"):
         Trainer(dataclasses.replace(follow, channels=16), tmp_path / "shape", threads=1)
+
+
+SILENT_TEACHER = """\
+import sys
+for line in sys.stdin:
+    command = line.split()[:1]
+    if command == ["uci"]:
+        print("id name silent", "option name Threads type spin default 1 min 1 max 1",
+              "option name Hash type spin default 16 min 1 max 16", "uciok", sep="\\n", flush=True)
+    elif command == ["isready"]:
+        print("readyok", flush=True)
+    elif command == ["quit"]:
+        break
+"""
+
+
+def test_a_chess_teacher_that_never_answers_go_ends_the_labelling_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A UCI teacher that takes ``go`` and never answers it was waited for for ever (the Go
+    teacher's commands had 120 s); each of its answers now has `teacher.TEACHER_TIMEOUT`."""
+    from klent.cli import main
+
+    script = tmp_path / "silent-teacher"
+    script.write_text(f"#!{sys.executable}\n{SILENT_TEACHER}")
+    script.chmod(0o755)
+    monkeypatch.setattr(teacher, "TEACHER_TIMEOUT", 1.0)
+    started = time.monotonic()
+    status = main(["distill", "label", "--out", str(tmp_path / "set"), "--positions", "5", "--depth", "1",
+                   "--teacher", str(script), "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2 and time.monotonic() - started < 30
+    assert "the teacher failed" in err and "did not answer 'go depth 1" in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
 def test_the_label_command_says_what_it_did(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ import torch
 
 from klent.bench.training import random_samples
 from klent.cli import main as klent_main
-from klent.cli.plot import run_summary
 from klent.engine.games.go import GoGame
 from klent.engine.network import OnnxEvaluator, read_model_info
 from klent.training import klent_rl
@@ -33,7 +32,7 @@ from klent.training.config import (
     with_settings,
 )
 from klent.training.fitting import fit, symmetry_image
-from klent.training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics
+from klent.training.metrics import greedy_agent, match_score, play_games, random_agent, read_metrics, run_summary
 from klent.training.nets import NetConfig, build_net, load_checkpoint
 from klent.training.selfplay import SelfPlayConfig
 from klent.training.trainer import Trainer
@@ -158,6 +157,22 @@ def test_a_binary_config_file_is_named_in_its_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=f"{binary}: not a TOML file") as error:
         load_config(binary)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("x = " + "[" * 100_000, "nested too deeply"),
+    ("x = " + "[" * 500 + "]" * 500, "nested too deeply"),
+    ("x = " + "{a = " * 500 + "}" * 500, "nested too deeply"),
+    ('game = "go9"\n# ' + "x" * (1 << 20), "larger than 1048576 bytes"),  # read whole before
+])
+def test_a_deeply_nested_or_huge_config_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     text: str, said: str) -> None:
+    """Deep nesting was a RecursionError traceback from the TOML parser."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text(text)
+    assert klent_main(["train", "--config", str(deep), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"{deep}: " in err and said in err, err
 
 
 def test_klent_train_prints_a_config_mistake_as_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -591,10 +606,12 @@ def test_a_go_run_with_symmetries_builds_its_table_and_trains(tmp_path: Path) ->
         go5, optim=dataclasses.replace(go5.optim, symmetries=True), eval=EvalConfig(every=0)
     )
     trainer = Trainer(config, tmp_path / "go5", threads=1)
-    assert trainer.symmetries is not None and trainer.symmetries.shape == (8, 26)
+    table = trainer._symmetries_of(trainer.game.observation_shape)
+    assert table is not None and table.shape == (8, 26)
     record = trainer.step()
     assert record["iteration"] == 1 and np.isfinite(record["loss"])
-    assert Trainer(countup_config(), tmp_path / "countup", threads=1).symmetries is None
+    countup = Trainer(countup_config(), tmp_path / "countup", threads=1)
+    assert countup._symmetries_of(countup.game.observation_shape) is None
 
 
 def test_bfloat16_fitting_computes_the_float32_losses_to_bfloat16_accuracy() -> None:

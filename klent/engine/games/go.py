@@ -35,8 +35,11 @@ plane 16 is all ones when Black is to move and all zeros when White is.  Each st
 last 8 boards, so encoding is one compiled loop.  Encoder version 2 (``GoGame(..., encoder=2)``)
 adds KataGo's liberty features as planes 17-22: the side to move's stones whose chain has 1, 2
 and 3 or more liberties, then the opponent's (Wu 2019 credits them with about 1.55x fewer
-evaluations to equal strength).  A game object encodes one version; a model file names its
-version, and the engine builds the game for it (`with_encoder`), so models of both versions play.
+evaluations to equal strength).  Encoder version 3 adds one plane of ones over the board
+(KataGo's "on board" feature): a fully convolutional network pads its convolutions with zeros,
+and only this plane lets it tell the edge from empty points whoever is to move, so one network
+plays every board size.  A game object encodes one version; a model file names its version,
+and the engine builds the game for it (`with_encoder`), so models of every version play.
 """
 
 from __future__ import annotations
@@ -214,7 +217,7 @@ class GoGame(BoardGame):
     layout, so one model serves every komi.
     """
 
-    ENCODERS = (1, 2)  # the observation layouts this klent can produce (module docstring)
+    ENCODERS = (1, 2, 3)  # the observation layouts this klent can produce (module docstring)
     setup_fields = ("komi", "sgf")
 
     def __init__(
@@ -244,7 +247,7 @@ class GoGame(BoardGame):
         self.name = f"go{size}"
         self.num_actions = size * size + 1
         self.pass_action = size * size
-        planes = 2 * k.HISTORY + 1 + (k.LIBERTY_PLANES if encoder == 2 else 0)
+        planes = 2 * k.HISTORY + 1 + (k.LIBERTY_PLANES if encoder >= 2 else 0) + (1 if encoder == 3 else 0)
         self.observation_shape = (planes, size, size)
         self._nbr, self._zob, self._diag = k.board_tables(size)
 
@@ -255,6 +258,12 @@ class GoGame(BoardGame):
     def with_komi(self, komi: float) -> GoGame:
         """The same game with another komi (use `replay` to move a game line over)."""
         return GoGame(self.size, komi, self.max_moves, self.encoder_version, self.fill_own_eyes, self.early_pass)
+
+    def resized(self, size: int) -> GoGame:
+        """The same rules and encoder on a board of ``size`` (its default number of moves)."""
+        default = 2 * self.size * self.size
+        return GoGame(size, self.komi, None if self.max_moves == default else self.max_moves, self.encoder_version,
+                      self.fill_own_eyes, self.early_pass)
 
     def with_encoder(self, version: int) -> GoGame:
         """The same rules with another observation layout (for a model trained with it)."""
@@ -415,8 +424,11 @@ class GoGame(BoardGame):
         assert isinstance(state, GoState) and state._game.size == self.size
         color = 1 if state._to_play == 0 else -1
         k.encode_planes(state._hist, color, out)
-        if self.encoder_version == 2:
-            k.liberty_planes(state._hist[0], self._nbr, color, out[2 * k.HISTORY + 1 :])
+        if self.encoder_version >= 2:
+            liberties = out[2 * k.HISTORY + 1 : 2 * k.HISTORY + 1 + k.LIBERTY_PLANES]
+            k.liberty_planes(state._hist[0], self._nbr, color, liberties)
+        if self.encoder_version == 3:
+            out[-1] = 1.0
 
     # --- notation -----------------------------------------------------------------------
 
@@ -431,10 +443,12 @@ class GoGame(BoardGame):
         if word == "PASS":
             return self.pass_action
         col = COLUMNS.find(word[:1]) if word else -1
-        digits = word[1:]
-        number = int(digits) if digits.isascii() and digits.isdigit() else 0
+        digits = word[1:].lstrip("0")
+        # At most two digits reach int(): a row number beyond them is no row, and int() refuses
+        # more than 4,300 digits with an error of its own.
+        number = int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 2 else 0
         if not 0 <= col < self.size or not 1 <= number <= self.size:
-            raise GameFormatError(f"not a vertex of a {self.size}x{self.size} board: {text!r}")
+            raise GameFormatError(f"not a vertex of a {self.size}x{self.size} board: {text[:20]!r}")
         return (self.size - number) * self.size + col
 
     def action_to_text(self, state: State, action: int) -> str:
