@@ -1,15 +1,17 @@
 # Two commands: `make test` (set up + lint + the whole suite) and `make run` (set up + the engine).
 # Both do all of their own set-up on a fresh machine: virtualenv, Python packages, and the
-# Debian programs the tests use (gnugo, stockfish, fairy-stockfish, chromium).
+# Debian programs the tests use (gnugo, stockfish, fairy-stockfish, chromium), and Pachi, built from source.
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.klent-installed
 
-.PHONY: setup system-deps lint test run clean
+.PHONY: setup system-deps pachi lint test run clean
 
+# The 3- and 4-piece Syzygy tables python-chess ships, unpacked to ~/.cache/klent/syzygy (once).
 setup: $(STAMP)
+	bash scripts/syzygy-tables.sh $(PY)
 
 # torch is pinned to the CPU build first: the `train` extra alone would pull a CUDA build.
 $(STAMP): pyproject.toml
@@ -22,6 +24,10 @@ $(STAMP): pyproject.toml
 system-deps:
 	bash scripts/install-debian-deps.sh
 
+# Pachi, the Go engine of the strength matches, built from source into the virtualenv (Debian has none).
+pachi: setup system-deps
+	bash scripts/install-pachi.sh $(VENV)
+
 # ruff on the whole tree, mypy on klent/engine/, klent/protocols/ and klent/matchplay/ (both configured in pyproject.toml).
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -29,7 +35,7 @@ lint: setup
 
 # One pytest worker per core (pytest-xdist): the tests are independent (each has its own temporary
 # folder and models), so they run side by side on every core the machine has.
-test: setup system-deps lint
+test: setup system-deps pachi lint
 	$(PY) -m pytest -q -n auto
 
 run: setup

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
+from klent.matchplay.engine_process import find_program
 
-def find_engine(name: str) -> str:
-    """Path of a Debian engine binary (PATH or /usr/games).
+
+def find_engine(name: str, install: str = "run `make system-deps` (scripts/install-debian-deps.sh)") -> str:
+    """Path of an engine binary, found where klent looks (the virtualenv, PATH, /usr/games).
 
     A missing engine fails the test instead of skipping it: `make test` installs them, so a
     missing one means the set-up is broken and CI must say so.
     """
-    path = shutil.which(name) or shutil.which(name, path="/usr/games")
+    path = find_program(name)
     if path is None:
-        pytest.fail(
-            f"{name} not found on PATH or in /usr/games; "
-            "run `make system-deps` (scripts/install-debian-deps.sh)"
-        )
+        pytest.fail(f"{name} not found in the virtualenv, on PATH or in /usr/games; {install}")
     return path
 
 
@@ -36,6 +34,23 @@ def stockfish_path() -> str:
 @pytest.fixture(scope="session")
 def fairy_path() -> str:
     return find_engine("fairy-stockfish")
+
+
+@pytest.fixture(scope="session")
+def pachi_path() -> str:
+    """Pachi, built from source into the virtualenv's bin/ by `make test`'s set-up."""
+    return find_engine("pachi", "run `bash scripts/install-pachi.sh` (make test does)")
+
+
+@pytest.fixture(scope="session")
+def syzygy_dir() -> str:
+    """The 3- and 4-piece Syzygy tables `make setup` unpacks (scripts/syzygy-tables.sh); missing
+    tables fail the test rather than skip it."""
+    from klent.engine.tablebase import DEFAULT_SYZYGY_DIR
+
+    if len(list(DEFAULT_SYZYGY_DIR.glob("*.rtbw"))) < 35:
+        pytest.fail(f"no Syzygy tables in {DEFAULT_SYZYGY_DIR}; run `make setup` (scripts/syzygy-tables.sh)")
+    return str(DEFAULT_SYZYGY_DIR)
 
 
 @pytest.fixture(scope="session")

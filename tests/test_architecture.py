@@ -8,7 +8,8 @@ the allowed direction.
   reader of settings files, are the utilities allowed beside them.  ``klent/matchplay/`` (klent as a
   client of engine programs) keeps to the same facade and may use the protocols' text formats.
 * ``klent/server/`` may also import ``klent.engine.network``: its request batcher is itself an
-  `klent.engine.network.Evaluator` that each request's `Player` evaluates through.
+  `klent.engine.network.Evaluator` that each request's `Player` evaluates through; and
+  ``klent/protocols/``: its KataGo analysis endpoint answers a query by the code `klent analysis` does.
 * ``klent/engine/``, ``klent/protocols/``, ``klent/matchplay/`` and ``klent/server/`` never import torch or
   ``klent.training``.
 * The layers (the packages of ``klent``) import each other in one direction only, so there is no
@@ -32,7 +33,7 @@ ALLOWED_PACKAGES = {
     "engine": set(),
     "protocols": {"engine"},
     "matchplay": {"engine", "protocols"},
-    "server": {"engine"},
+    "server": {"engine", "protocols"},
     "training": {"engine", "protocols", "matchplay"},
     "bench": {"engine", "protocols", "matchplay", "server", "training"},
     "cli": {"engine", "protocols", "matchplay", "server", "training", "bench"},

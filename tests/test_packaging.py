@@ -70,3 +70,18 @@ def test_an_installed_engine_finds_its_shipped_models(wheel: Path, tmp_path: Pat
         check=True, capture_output=True, text=True, timeout=120,
     ).stdout.split()
     assert out == [str(tmp_path / "klent" / "weights"), "True"]
+
+
+def test_the_engines_start_by_one_path_with_no_arguments(wheel: Path) -> None:
+    """lichess-bot's ``engine.name``, cutechess and Arena take an executable, Sabaki and GoGui one
+    command: `klent-uci` and `klent-gtp` are console scripts of the distribution, installed beside
+    the interpreter (`make setup`), and each speaks its protocol with no argument."""
+    archive = zipfile.ZipFile(wheel)
+    (listed,) = [name for name in archive.namelist() if name.endswith(".dist-info/entry_points.txt")]
+    entry_points = archive.read(listed).decode()
+    assert "klent-uci = klent.cli:uci_main" in entry_points and "klent-gtp = klent.cli:gtp_main" in entry_points
+    for script, command, answer in (("klent-uci", "uci", "uciok"), ("klent-gtp", "protocol_version", "= 2")):
+        path = shutil.which(script, path=str(Path(sys.executable).parent))
+        assert path is not None, f"{script} is not installed beside {sys.executable}: run `make setup`"
+        out = subprocess.run([path], input=f"{command}\nquit\n", capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and answer in out.stdout.splitlines(), out.stderr[-500:]

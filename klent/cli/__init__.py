@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "distill": ("klent.cli.distill", "label positions with a teacher engine's move values"),
     "plot": ("klent.cli.plot", "plot learning curves of one or more training runs"),
     "gtp": ("klent.cli.gtp", "play Go as a GTP engine (GUIs, GNU Go, OGS/KGS bridges)"),
+    "analysis": ("klent.cli.analysis", "analyse Go as KataGo's JSON analysis engine (KaTrain, Ogatak, q5Go)"),
     "uci": ("klent.cli.uci", "play chess as a UCI engine (GUIs, lichess-bot)"),
     "bot": ("klent.cli.bot", "play chess as a lichess bot account (`klent bot lichess`)"),
     "match": ("klent.cli.match", "play a match between two GTP (Go) or UCI (chess) engines"),
@@ -127,6 +128,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"klent {name}: interrupted", file=sys.stderr)
         return 130
+
+
+def uci_main() -> int:
+    """Entry point of the `klent-uci` console script: `klent uci` and its options, for programs
+    that start an engine by one path with no arguments (lichess-bot's ``engine.name``,
+    cutechess, Arena)."""
+    return main(["uci", *sys.argv[1:]])
+
+
+def gtp_main() -> int:
+    """Entry point of the `klent-gtp` console script: `klent gtp` and its options, for Go GUIs
+    that start an engine by one path (Sabaki, GoGui)."""
+    return main(["gtp", *sys.argv[1:]])
 
 
 if __name__ == "__main__":

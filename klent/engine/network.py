@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import onnxruntime as ort
@@ -97,6 +97,8 @@ def apply_legal_mask(
 # and ``score`` [B] when trained with those heads: Go's final owner of each point and final
 # score, from the side to move's view),
 # and metadata props naming the game and the encoder version it was trained for (DESIGN.md).
+# A Go model with dynamic board axes also lists the board sizes it serves (``klent.board_sizes``,
+# a JSON list): it plays those sizes of Go besides the one its ``klent.game`` names.
 # `klent.training.export` writes these names; this module is the one place that defines them.
 
 INPUT_NAME = "obs"
@@ -105,11 +107,14 @@ ACTION_VALUE_OUTPUT = "action_values"
 STATE_VALUE_OUTPUT = "state_value"
 OWNERSHIP_OUTPUT = "ownership"
 SCORE_OUTPUT = "score"
+# The outputs in the order of `Evaluation`'s fields.
+EVALUATION_OUTPUTS = (POLICY_OUTPUT, ACTION_VALUE_OUTPUT, STATE_VALUE_OUTPUT, OWNERSHIP_OUTPUT, SCORE_OUTPUT)
 META_GAME = "klent.game"
 META_ENCODER = "klent.encoder"
 META_ARCH = "klent.arch"
 META_TRAINING = "klent.training"
 META_QUANTIZATION = "klent.quantization"  # JSON; only in a quantized model (`klent.training.quantize`)
+META_BOARD_SIZES = "klent.board_sizes"  # JSON list of Go board sizes; only in a model with dynamic board axes
 
 # Best first.  CPU is always available and always last.
 PROVIDER_PREFERENCE = (
@@ -143,7 +148,23 @@ class ModelMismatchError(ValueError):
 
 
 class ModelFormatError(ValueError):
-    """A file that is not a klent ONNX model (unreadable, or missing the klent metadata)."""
+    """A file that is not a klent ONNX model (unreadable, or missing the klent metadata), or
+    one ONNX Runtime cannot load or evaluate on its game's initial position."""
+
+
+class ModelOutputError(ValueError):
+    """A model that loaded failed on a position at play time: ONNX Runtime raised, or its
+    outputs are NaN or infinite.  The search asking for that evaluation fails with it (an error
+    for that move), where NaN values would otherwise reach the search and break it."""
+
+
+# The most ONNX Runtime intra-op threads a session may ask for (UCI's Threads option has the same
+# cap): each thread is spawned at once with its own stack and arena, so a mistyped 100000 would
+# grow the process by tens of megabytes a second and never serve.
+MAX_THREADS = 64
+# The longest klent metadata value parsed as JSON (``klent.training``, ...): a real one is a few
+# hundred bytes.  Its nesting is bounded by the parser's recursion limit (`_metadata_json`).
+MAX_METADATA_JSON = 1 << 20
 
 
 # The precisions a player can ask for.  float32 is the model file itself; int8 is its quantized
@@ -194,6 +215,11 @@ class ModelInfo:
     has_ownership: bool = False
     has_score: bool = False
     quantization: dict[str, str] = field(default_factory=dict)  # scheme, calibration, ...; {} for float32
+    board_sizes: tuple[int, ...] = ()  # Go sizes a model with dynamic board axes serves; () for one size
+
+    def serves(self, game_id: str) -> bool:
+        """Whether the model plays ``game_id``: its own game, or a Go size it lists."""
+        return game_id == self.game or (game_id.startswith("go") and game_id[2:] in map(str, self.board_sizes))
 
 
 def select_providers(available: Sequence[str], tensorrt_found: bool | None = None) -> list[str]:
@@ -267,6 +293,8 @@ class OnnxEvaluator:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"no model file {path!r}")
+        if threads is not None and not 1 <= threads <= MAX_THREADS:
+            raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads if threads is not None else default_threads()
         options.inter_op_num_threads = 1
@@ -303,15 +331,22 @@ class OnnxEvaluator:
         self._probe()
 
     def _probe(self) -> None:
-        """Refuse a model whose outputs on the game's initial state are NaN or infinite (the
-        weights of a diverged training run): at load time, not at the first search's move."""
-        obs = self.game.encode_batch([self.game.initial_state()])
-        for name, value in zip(self._outputs, self.session.run(self._outputs, {INPUT_NAME: obs})):
-            if not np.isfinite(value).all():
-                raise ModelFormatError(
-                    f"{self.info.path}: its {name} are not finite (NaN or infinite) on "
-                    f"{self.game.name}'s initial position, as from a diverged training run"
-                )
+        """Refuse a model that cannot evaluate the game's initial state: ONNX Runtime fails on
+        it (an operator that cannot run, an allocation beyond the machine), or its outputs are
+        NaN or infinite (the weights of a diverged training run).  At load time, not at the
+        first search's move."""
+        try:
+            self.evaluate([self.game.initial_state()])
+        except ModelOutputError as error:
+            raise ModelFormatError(f"{error} on {self.game.name}'s initial position") from None
+
+    def _run(self, obs: np.ndarray) -> list[np.ndarray]:
+        """The model's outputs on ``obs``; ONNX Runtime's failure as a one-line `ModelOutputError`."""
+        try:
+            return self.session.run(self._outputs, {INPUT_NAME: obs})
+        except Exception as error:  # noqa: BLE001 - ORT raises its own exception types
+            message = " ".join(str(error).split())
+            raise ModelOutputError(f"{self.info.path}: ONNX Runtime fails to evaluate it ({message})") from None
 
     def evaluate(self, states: Sequence[State]) -> Evaluation:
         """Encode ``states`` and evaluate them in one batch."""
@@ -330,20 +365,26 @@ class OnnxEvaluator:
                 f"expected observations [B, {', '.join(map(str, self.game.observation_shape))}]"
                 f" and masks [B, {self.game.num_actions}], got {obs.shape} and {masks.shape}"
             )
-        feed = {INPUT_NAME: np.ascontiguousarray(obs, dtype=np.float32)}
-        outputs = dict(zip(self._outputs, self.session.run(self._outputs, feed)))
+        outputs = dict(zip(self._outputs, self._run(np.ascontiguousarray(obs, dtype=np.float32))))
         q = outputs.get(ACTION_VALUE_OUTPUT)
         if q is None:
             q = np.zeros((batch, self.game.num_actions), dtype=np.float32)
         logits, q = apply_legal_mask(outputs[POLICY_OUTPUT], q, masks)
         v, ownership, score = (outputs.get(name) for name in (STATE_VALUE_OUTPUT, OWNERSHIP_OUTPUT, SCORE_OUTPUT))
-        return Evaluation(
+        evaluation = Evaluation(
             logits,
             q,
             None if v is None else v.astype(np.float32).reshape(batch),
             None if ownership is None else ownership.astype(np.float32),
             None if score is None else score.astype(np.float32).reshape(batch),
         )
+        # Checked after masking: what the network says of an illegal action does not matter.
+        for name, value in zip(EVALUATION_OUTPUTS, evaluation):
+            if value is not None and not np.isfinite(value).all():
+                raise ModelOutputError(
+                    f"{self.info.path}: its {name} are not finite (NaN or infinite), as from a diverged training run"
+                )
+        return evaluation
 
 
 def _open_session(
@@ -386,11 +427,16 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
     if missing:
         raise ModelFormatError(f"{path}: not a klent model (no {' or '.join(missing)} metadata)")
     try:
+        if len(meta[META_ENCODER]) > 9:  # a version number, not int()'s 4,301 digits
+            raise ValueError(f"{META_ENCODER} is not a version number")
         encoder_version = int(meta[META_ENCODER])
-        training = json.loads(meta.get(META_TRAINING, "{}"))
-        quantization = json.loads(meta.get(META_QUANTIZATION, "{}"))
+        training = _metadata_json(meta, META_TRAINING, "{}")
+        quantization = _metadata_json(meta, META_QUANTIZATION, "{}")
+        board_sizes = _metadata_json(meta, META_BOARD_SIZES, "[]")
         if not isinstance(training, dict) or not isinstance(quantization, dict):
             raise ValueError(f"{META_TRAINING} or {META_QUANTIZATION} is not a JSON object")
+        if not isinstance(board_sizes, list) or not all(type(size) is int for size in board_sizes):
+            raise ValueError(f"{META_BOARD_SIZES} is not a list of board sizes")
     except ValueError as error:
         raise ModelFormatError(f"{path}: malformed klent metadata ({error})") from None
     input_names, output_names = set(header.inputs), set(header.outputs)
@@ -409,14 +455,27 @@ def read_model_info(path: str | os.PathLike[str]) -> ModelInfo:
         has_ownership=OWNERSHIP_OUTPUT in output_names,
         has_score=SCORE_OUTPUT in output_names,
         quantization={str(k): str(v) for k, v in quantization.items()},
+        board_sizes=tuple(board_sizes),
     )
+
+
+def _metadata_json(meta: dict[str, str], key: str, default: str) -> Any:
+    """The JSON value of metadata ``key`` (``default`` when absent); ValueError for malformed
+    JSON, a text longer than `MAX_METADATA_JSON`, or one nested deeper than the parser goes."""
+    text = meta.get(key, default)
+    if len(text) > MAX_METADATA_JSON:
+        raise ValueError(f"{key} is {len(text)} characters long, more than {MAX_METADATA_JSON}")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{key} is nested too deeply") from None
 
 
 def _game_for(info: ModelInfo, game: Game) -> Game:
     """``game`` encoding observations as the model expects: a Go model of encoder version 1
     or 2 plays with either layout (`Game.with_encoder`); a version this klent cannot produce,
     or another game, is a `ModelMismatchError`."""
-    if info.game != game.name:
+    if not info.serves(game.name):
         raise ModelMismatchError(f"{info.path} is a model for {info.game}, not for {game.name}")
     try:
         return game.with_encoder(info.encoder_version)
@@ -431,7 +490,10 @@ def _check_fits(info: ModelInfo, session: ort.InferenceSession, game: Game) -> N
     """Refuse a model whose tensors do not fit ``game`` (the one `_game_for` chose)."""
     obs_shape = next(i.shape for i in session.get_inputs() if i.name == INPUT_NAME)
     policy_shape = next(o.shape for o in session.get_outputs() if o.name == POLICY_OUTPUT)
-    if obs_shape[1:] != list(game.observation_shape) or policy_shape[1:] != [game.num_actions]:
+    def fits(shape: list[int | str], wanted: tuple[int, ...]) -> bool:  # a named axis is dynamic
+        return len(shape) == len(wanted) and all(isinstance(d, str) or d == w for d, w in zip(shape, wanted))
+
+    if not fits(obs_shape[1:], game.observation_shape) or not fits(policy_shape[1:], (game.num_actions,)):
         raise ModelMismatchError(
             f"{info.path}: input {obs_shape} and policy {policy_shape} do not fit {game.name}'s "
             f"observations {list(game.observation_shape)} and {game.num_actions} actions"

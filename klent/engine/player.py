@@ -18,7 +18,8 @@ move of a game (the paper's condition for its strength) and forgotten at a new g
 
 Protocols reach the engine through this module and `klent.engine.games` only: besides the player,
 it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
-`move_budget`, `clock_budget`, `go_board_sizes`, `default_threads`, `write_text_atomically`).
+`move_budget`, `clock_budget`, `go_board_sizes`, `default_threads`, `MAX_THREADS`,
+`ModelOutputError`, `write_text_atomically`).
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from klent.engine.go_rules import Judgement, MoveRule, MoveRules, judge
 from klent.engine.network import (
     DEVICE_CHOICES,
+    MAX_THREADS,
     PRECISIONS,
     Evaluator,
     ModelInfo,
+    ModelOutputError,
     OnnxEvaluator,
     default_threads,
     model_at_precision,
@@ -56,12 +59,15 @@ from klent.engine.search.result import SearchResult
 from klent.engine.search.td import ShapeWeights, TdConfig, TdResult, TdSearch
 from klent.engine.search.td import warm_up as warm_up_td
 from klent.engine.search.tree import SearchTree
+from klent.engine.tablebase import MAX_PIECES as SYZYGY_MAX_PIECES
+from klent.engine.tablebase import RootProbe, Tablebase, TablebaseEvaluator, default_syzygy_path, probe_root
 from klent.engine.timecontrol import GameClock, TimeSettings, clock_budget, move_budget
 
 __all__ = [
     "DEFAULT_WEIGHTS_DIR", "DEVICE_CHOICES", "PRECISIONS", "Decision", "GameClock", "Judgement", "ModelInfo",
+    "MAX_THREADS", "ModelOutputError",
     "MoveRule", "MoveStat", "Ownership", "PlayOptions", "Player", "ResignTracker", "ShapeWeights", "TD_MODES",
-    "TimeSettings",
+    "TimeSettings", "SYZYGY_MAX_PIECES", "Tablebase", "default_syzygy_path",
     "clock_budget", "default_threads", "go_board_sizes", "load_td_weights", "model_path_for", "move_budget",
     "read_model_info", "td_weights_path_for", "write_text_atomically",
 ]
@@ -207,6 +213,8 @@ class MoveStat:
     policy: float  # improved policy probability (the engine's preference after search)
     pv: list[str] = field(default_factory=list)
     outcome: float | None = None  # the result ``pv`` reaches, +1 won to -1 lost; None: the game goes on
+    pv_visits: list[int] = field(default_factory=list)  # visits of each move of ``pv`` in the tree
+    proven: bool = False  # ``q`` is the endgame tables' exact win, draw or loss, not an estimate
 
     @property
     def winrate(self) -> float:
@@ -292,17 +300,18 @@ def go_board_sizes(
 
     A front end that plays Go on any board (GTP's ``boardsize``) must refuse a size before the
     game starts, not fail at its first move, so it asks which files `Player.load` would find:
-    the one size of the model or Dyna-2 weights file given, else each size whose model (or in
+    the sizes of the model (its own, and those a model with dynamic board axes lists) or the
+    one of the Dyna-2 weights file given, else each size whose model (or in
     mode "dyna2", whose Dyna-2 weights) is in ``weights_dir``; every size for TD search, which
     needs no file.  Raises ValueError when the file given is not for Go.
     """
     if options.mode == "dyna2" and td_weights is not None:
         sizes = [ShapeWeights.load(td_weights).size]
     elif model is not None and (options.mode not in TD_MODES or options.td_root_moves):
-        game = read_model_info(model).game
-        if not game.startswith("go") or not game[2:].isdigit():
-            raise ValueError(f"{model} is a model for {game}, not for Go")
-        sizes = [int(game[2:])]
+        info = read_model_info(model)
+        if not info.game.startswith("go") or not info.game[2:].isdigit():
+            raise ValueError(f"{model} is a model for {info.game}, not for Go")
+        sizes = sorted({int(info.game[2:]), *info.board_sizes})
     elif options.mode == "td":
         sizes = list(range(MIN_SIZE, MAX_SIZE + 1))
     else:
@@ -343,6 +352,8 @@ class Player:
         self._state: State = self._initial
         self._tree: SearchTree | None = None
         self._tree_actions: list[int] = []
+        # Chess endgame tables (`klent.engine.tablebase`): WDL in the search's leaves, DTZ at the root.
+        self.tablebase: Tablebase | None = None
         # Once per process each, so that no move's time budget pays for loading the kernels.
         if evaluator is not None:
             warm_up()
@@ -377,7 +388,8 @@ class Player:
         on ``device`` (`klent.engine.network.DEVICE_CHOICES`; default: the GPU when there is one).
 
         Raises FileNotFoundError when there is no model, and a ValueError subclass when the
-        model was trained for another game or encoder version.  The TD modes load no model
+        model cannot play (trained for another game or encoder version, not a klent model, one
+        ONNX Runtime cannot load or evaluate; `klent.engine.network.OnnxEvaluator`).  The TD modes load no model
         (unless ``td_root_moves`` asks for the network's candidates); "dyna2" loads its
         permanent memory from ``td_weights`` or ``weights_dir`` (`load_td_weights`).
         """
@@ -416,15 +428,18 @@ class Player:
         """Actions played from the initial state to the current position."""
         return list(self._actions)
 
-    def set_position(self, initial: State, actions: Sequence[int] = ()) -> State:
+    def set_position(self, initial: State, actions: Sequence[int] = (), state: State | None = None) -> State:
         """Make ``initial`` followed by ``actions`` the current position and return it.
 
         Raises `IllegalMoveError` (and changes nothing) if an action is illegal.  The search
-        tree is kept when the new position extends the one the tree was built for.
+        tree is kept when the new position extends the one the tree was built for.  ``state``,
+        when given, is the position after ``actions``, which a caller that read the moves
+        already has (UCI's ``position``): a long record is then not played again.
         """
-        state = initial
-        for action in actions:
-            state = state.play(int(action))
+        if state is None:
+            state = initial
+            for action in actions:
+                state = state.play_in_record(int(action))
         with self._lock:
             if initial is not self._initial:  # a new game or another position: nothing carries over
                 self._tree = None
@@ -444,6 +459,30 @@ class Player:
         if count > len(self._actions):
             raise IndexError(f"cannot undo {count} moves: only {len(self._actions)} played")
         return self.set_position(self._initial, self._actions[: len(self._actions) - count])
+
+    def ownership_after(self, actions: Sequence[int]) -> list[Ownership] | None:
+        """The model's ownership and score of the position after each of ``actions`` (moves in
+        the current position), seen from the current side to move, in one batched network call;
+        None for a model without an ownership head or a player without a network.  An analysis
+        reports them beside each candidate move (KataGo's per-move ``ownership`` and score)."""
+        if self.evaluator is None or not actions:
+            return None
+        evaluation = self.evaluator.evaluate([self._state.play(int(a)) for a in actions])
+        if evaluation.ownership is None:
+            return None
+        scores = [None] * len(actions) if evaluation.score is None else [-float(v) for v in evaluation.score]
+        return [Ownership(owner=-owner, score=score) for owner, score in zip(evaluation.ownership, scores)]
+
+    def counted_lead(self) -> float | None:
+        """The points the side to move leads by when the game ends as the ownership head
+        predicts it (each point counted for its predicted owner), with this game's komi; None
+        without an ownership or outside Go.  The network's values do not see the komi (handicap
+        games are played at komi 0.5, the models were trained at 7.5); this count does."""
+        ownership = self.ownership() if isinstance(self._state, GoState) else None
+        if ownership is None:
+            return None
+        komi = self._state.game.komi
+        return float(ownership.owner.sum()) + (-komi if self._state.to_play == 0 else komi)
 
     def ownership(self) -> Ownership | None:
         """The model's ownership (and score) of the current position, one network call; None
@@ -504,6 +543,14 @@ class Player:
         state = self._state
         if state.is_terminal:
             raise IllegalMoveError("the game is over: there is no move to choose")
+        table = probe_root(self.tablebase, state) if self.tablebase is not None else None
+        if table is not None:  # the endgame tables choose the moves; the search, among them
+            best = [a for a in table.best if a in opts.candidates] if opts.candidates else table.best
+            opts = replace(opts, candidates=tuple(best) or opts.candidates)
+            return _with_table_values(self._decide(state, opts, stop), table)
+        return self._decide(state, opts, stop)
+
+    def _decide(self, state: State, opts: PlayOptions, stop: threading.Event | None) -> Decision:
         if opts.mode in TD_MODES:
             result = self._td_choose(state, opts, stop)
             rules = self._go_rules(state, opts, lambda: result.ownership)
@@ -524,13 +571,14 @@ class Player:
         simulations: int | None = None,
         time: float | None = None,
         interval: float = 1.0,
+        first: int = FIRST_ANALYSIS_SEARCH,
     ) -> Decision:
         """Search the current position again and again on one tree, reporting after each search.
 
         Sequential Halving plans a search from its budget, so an open-ended analysis is a
         series of searches on the same tree (tree reuse makes each continue where the last
-        stopped): the first of `FIRST_ANALYSIS_SEARCH` simulations, each next one twice as
-        large until one takes about ``interval`` seconds.  ``on_update`` gets each search's
+        stopped): the first of ``first`` simulations (a smaller one reports sooner), each next
+        one twice as large until one takes about ``interval`` seconds.  ``on_update`` gets each search's
         decision (whose visits are the tree's, so they grow) and returns False to end the
         analysis.  It also ends once ``stop`` is set, after ``simulations`` simulations in all,
         after ``time`` seconds, after the one network call of reactive play, or when a search
@@ -541,7 +589,7 @@ class Player:
         """
         opts = replace(options or self.options, go_rules=False, cleanup=False)
         start = perf_counter()
-        done, size = 0, FIRST_ANALYSIS_SEARCH
+        done, size = 0, max(1, first)
         while True:
             budget = size if simulations is None else max(0, min(size, simulations - done))
             remaining = None if time is None else max(0.0, start + time - perf_counter())
@@ -559,7 +607,7 @@ class Player:
             ):
                 return decision
             rate = decision.simulations / max(took, 1e-3)
-            size = max(FIRST_ANALYSIS_SEARCH, min(2 * size, int(rate * interval)))
+            size = max(first, min(2 * size, int(rate * interval)))
 
     def _go_rules(
         self, state: State, opts: PlayOptions, owner: Callable[[], np.ndarray | None]
@@ -632,7 +680,10 @@ class Player:
             floor = PLAY_RESCALE_FLOOR if chess or isinstance(self.game, GoGame) else RESCALE_EPSILON
         wave = opts.wave_size or (CHESS_WAVE_SIZE if chess else GumbelConfig.wave_size)
         config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor, wave_size=wave)
-        result = search(state, self._network(), limits, config=config, rng=self._rng, trees=self._take_tree())
+        network = self._network()
+        if self.tablebase is not None:
+            network = TablebaseEvaluator(network, self.tablebase)
+        result = search(state, network, limits, config=config, rng=self._rng, trees=self._take_tree())
         with self._lock:
             self._tree = result.tree
             self._tree_actions = list(self._actions)
@@ -672,7 +723,8 @@ class Player:
             return tree.principal_variation(first=first) if tree is not None else [first]
 
         def stat(a: int) -> MoveStat:
-            pv, outcome = _played_out(state, line(a))
+            actions = line(a)
+            pv, outcome = _played_out(state, actions)
             return MoveStat(
                 action=a,
                 move=game.action_to_text(state, a),
@@ -682,6 +734,7 @@ class Player:
                 policy=float(result.improved_policy[a]),
                 pv=pv,
                 outcome=outcome,
+                pv_visits=tree.line_visits(actions[: len(pv)]) if tree is not None else [],
             )
 
         action = chosen if chosen in allowed else min(allowed, key=preference)
@@ -755,17 +808,28 @@ def _search_result(chosen: TdResult, prior: np.ndarray | None = None) -> SearchR
     )
 
 
+def _with_table_values(decision: Decision, table: RootProbe) -> Decision:
+    """``decision`` valued as the endgame tables value its position and moves, not as the
+    search estimated them: a drawn ending reads as a draw (0), and each move's value is ``proven``."""
+    top = [replace(stat, q=table.values.get(stat.action, stat.q), proven=stat.action in table.values)
+           for stat in decision.top_moves]
+    return replace(decision, value=table.value, top_moves=top)
+
+
 def _winrate(value: float) -> float:
     return (value + 1.0) / 2.0
 
 
 def _played_out(state: State, actions: Sequence[int]) -> tuple[list[str], float | None]:
     """Move texts of a principal variation played out from ``state``, and the result it reaches
-    for ``state``'s side to move (None: the game goes on): a protocol reports a mate from it."""
+    for ``state``'s side to move (None: the game goes on): a protocol reports a mate from it.
+    A line the search ended in a claimable draw (`State.is_claimable_draw`) reaches a draw."""
     side, texts = state.to_play, []
     for action in actions:
         if state.is_terminal:
             break
         texts.append(state.game.action_to_text(state, int(action)))
         state = state.play(int(action))
+        if state.is_claimable_draw:
+            return texts, 0.0
     return texts, state.reward_for(side) if state.is_terminal else None

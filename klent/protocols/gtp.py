@@ -16,7 +16,8 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
   forgotten (the rules have no way to express such a sequence).
 * **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
   rate at or below `resign_threshold`, genmove answers ``resign`` (0 disables resigning; the
-  rule is the engine's `ResignTracker`, shared with the lichess bridge).
+  rule is the engine's `ResignTracker`, shared with the lichess bridge) -- unless the ownership
+  head's count with the game's komi (`Player.counted_lead`) has us ahead, as in a handicap game.
 * **Go's move rules.**  Passing only when passing cannot lose, no filling of our own eyes,
   capturing dead stones before passing, and ``kgs-genmove_cleanup`` are the engine's
   (`klent.engine.go_rules`), which the `Player` applies to every Go move, so GTP, HTTP and the web
@@ -55,6 +56,7 @@ of them.  Choices worth knowing (each one is what a serious engine does, simplif
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import sys
@@ -73,6 +75,7 @@ from klent.engine.player import (
     Decision,
     GameClock,
     Judgement,
+    ModelOutputError,
     MoveRule,
     Player,
     PlayOptions,
@@ -84,10 +87,15 @@ from klent.protocols.go_text import board_text
 from klent.protocols.gtp_clock import gtp_time_settings, kgs_time_settings
 from klent.protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, gtp_float, gtp_int, parse, reply_head
 
+log = logging.getLogger("klent.gtp")
+
 PROTOCOL_VERSION = "2"
 DEFAULT_SIZE = 19
 MAX_KOMI = 150.0  # |komi| accepted, as by the HTTP API
 DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
+# The largest file `loadsgf` reads: the HTTP API's 200,000 characters of SGF, at up to 4 bytes a
+# character (a long 19x19 game with comments is tens of KB).  A larger one is refused unread.
+MAX_SGF_BYTES = 800_000
 _TOO_LONG = "\x00too-long"  # marks an input line cut at MAX_LINE by the reader thread
 
 # GTP colour = our player index (0 = Black moves first).
@@ -138,6 +146,7 @@ class GtpEngine:
         self.clock = GameClock(margin=config.time_margin)
         self._players: dict[int, Player] = {}
         self._input_ready = threading.Event()  # set while an input line waits to be handled
+        self._stream_begun = False  # the streaming command being answered has written its `=` line
         # The board sizes there are files for, fixed for the session (`boardsize` refuses the others).
         self._sizes = go_board_sizes(self.options, config.model, config.weights_dir, config.td_weights)
         self.handlers: dict[str, Callable[[list[str]], str]] = {
@@ -217,7 +226,14 @@ class GtpEngine:
                 return 0
 
     def handle_line(self, line: str) -> str | None:
-        """Answer one input line on ``self.out``; returns the command name (None if ignored)."""
+        """Answer one input line on ``self.out``; returns the command name (None if ignored).
+
+        Nothing a command raises ends the engine.  A `GtpError` is the command's refusal, its
+        ``? message``; any other exception is a fault of ours (or of a model), which is logged
+        on stderr with its traceback and answered ``? message`` all the same.  A streaming
+        command that fails after its ``=`` line has begun cannot turn into ``?``: its reply is
+        ended with the empty line, and the error logged.
+        """
         if line.endswith(_TOO_LONG):
             command = parse(line[: -len(_TOO_LONG)])
             self._write(format_reply(command.id if command else "", "command line too long", ok=False))
@@ -225,24 +241,35 @@ class GtpEngine:
         command = parse(line)
         if command is None:
             return None
-        if command.name in self.streaming:
-            try:
+        self._stream_begun = False
+        try:
+            if command.name in self.streaming:
                 self.streaming[command.name](command.id, command.args)
-            except GtpError as error:
-                self._write(format_reply(command.id, str(error), ok=False))
-            return command.name
-        self._write(self.execute(command))
+            else:
+                self._write(self.execute(command))
+        except Exception as error:  # noqa: BLE001 - whatever goes wrong, the engine keeps serving
+            message = " ".join(str(error).split()) or type(error).__name__
+            if not isinstance(error, GtpError):
+                log.exception("%s failed", command.name)
+            if self._stream_begun:
+                if isinstance(error, GtpError):
+                    log.error("%s failed: %s", command.name, message)
+                self._write("\n")
+            else:
+                self._write(format_reply(command.id, message, ok=False))
         return command.name
 
     def execute(self, command: Command) -> str:
-        """The complete reply to a non-streaming command."""
+        """The complete reply to a non-streaming command; raises what its handler raises."""
         handler = self.handlers.get(command.name)
         if handler is None:
             return format_reply(command.id, "unknown command", ok=False)
-        try:
-            return format_reply(command.id, handler(command.args))
-        except GtpError as error:
-            return format_reply(command.id, str(error), ok=False)
+        return format_reply(command.id, handler(command.args))
+
+    def _begin_stream(self, cid: str) -> None:
+        """Write a streaming command's ``=`` line: from here on it cannot answer ``?``."""
+        self._stream_begun = True
+        self._write(reply_head(cid) + "\n")
 
     def _write(self, text: str) -> None:
         self.out.write(text)
@@ -300,7 +327,7 @@ class GtpEngine:
                     seed=self.config.seed,
                     td_weights=self.config.td_weights,
                 )
-            except (FileNotFoundError, ValueError) as error:
+            except (OSError, ValueError) as error:  # every load failure (`Player.load`)
                 raise GtpError(f"cannot load model: {error}") from None
             self._players[self.game.size] = player
         player.set_position(state.start(), state.moves())
@@ -454,18 +481,32 @@ class GtpEngine:
         options = replace(self.options.within(budget), cleanup=cleanup)
         if analysed:
             options = replace(options, top_moves=self.game.num_actions)
-        decision = player.decide(options)
+        try:
+            decision = player.decide(options)
+        except ModelOutputError as error:
+            raise GtpError(f"cannot choose a move: {error}") from None
         self.clock.spend(colour, decision.elapsed)
-        if decision.rule is not MoveRule.PASS_WINS and self._resign[colour].should_resign(decision.value):
+        if (decision.rule is not MoveRule.PASS_WINS and self._resign[colour].should_resign(decision.value)
+                and not self._ahead_on_count(player)):
             return decision, None
         return decision, decision.action
 
+    def _ahead_on_count(self, player: Player) -> bool:
+        """Whether the ownership head's count, with this game's komi, has the side to move
+        ahead: then a value that reads as lost is not trusted to resign (a handicap game at komi
+        0.5, which the network's values do not see)."""
+        try:
+            lead = player.counted_lead()
+        except ModelOutputError:
+            return False
+        return lead is not None and lead > 0
+
     def _judged(self, state: GoState) -> Judgement:
         """``state`` as a referee counts it (`Player.judged`); every stone alive when no model
-        loads, so that the scoring commands still answer then."""
+        loads or the model fails on ``state``, so that the scoring commands still answer then."""
         try:
             return self.player(state).judged()
-        except GtpError:
+        except (GtpError, ModelOutputError):
             return Judgement.all_alive(state)
 
     # --- commands: scoring and records ----------------------------------------------------
@@ -489,7 +530,11 @@ class GtpEngine:
         if os.path.exists(args[0]) and not os.path.isfile(args[0]):  # a fifo or /dev/zero: no end
             raise GtpError("cannot load file (not a regular file)")
         try:
-            record = read_sgf(Path(args[0]).read_bytes())
+            with open(args[0], "rb") as file:
+                data = file.read(MAX_SGF_BYTES + 1)
+            if len(data) > MAX_SGF_BYTES:
+                raise GtpError(f"cannot load file (larger than {MAX_SGF_BYTES} bytes)")
+            record = read_sgf(data)
         except (OSError, GameFormatError) as error:
             raise GtpError(f"cannot load file ({error})") from None
         if record.game.size not in self._sizes:
@@ -522,7 +567,7 @@ class GtpEngine:
         if self.options.mode in TD_MODES:
             raise GtpError("analysis needs a network; this engine plays TD search")
         player = self.player(state)
-        self._write(reply_head(cid) + "\n")
+        self._begin_stream(cid)
         options = replace(self.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)
 
         def update(decision: Decision) -> bool:
@@ -530,7 +575,10 @@ class GtpEngine:
             return True
 
         if not self._input_ready.is_set():
-            player.analyse(update, self._input_ready, options, interval=request.interval)
+            try:
+                player.analyse(update, self._input_ready, options, interval=request.interval)
+            except ModelOutputError as error:
+                raise GtpError(f"cannot analyse: {error}") from None
         self._input_ready.wait()  # with the tree full, the analysis waits for input
         self._write("\n")
 
@@ -539,7 +587,7 @@ class GtpEngine:
         if request.colour is None:
             raise GtpError("syntax error (missing colour)")
         self.player(self.state)  # load the model before the reply starts: a failure is then `? ...`
-        self._write(reply_head(cid) + "\n")
+        self._begin_stream(cid)
         decision, action = self._choose(request.colour, analysed=True)
         self._write(self._info_line(decision, style, request, self.player(self.state)) + "\n")
         self._write(f"play {self._finish_move(request.colour, action, commit=True)}\n\n")
@@ -551,7 +599,10 @@ class GtpEngine:
         if words and words[0].lower() in COLOURS:
             colour = COLOURS[words.pop(0).lower()]
         if words and words[0].isascii() and words[0].isdigit():
-            interval = int(words.pop(0)) / 100.0
+            try:
+                interval = gtp_int(words.pop(0)) / 100.0
+            except ValueError:
+                raise GtpError("syntax error (bad interval)") from None
         while words:
             key = words.pop(0).lower()
             if not words:

@@ -2,12 +2,17 @@
 
 Chess GUIs (cutechess, Arena, BanksiaGUI, Nibbler) and the lichess-bot bridge drive engines
 over UCI and expect the conventions Stockfish and Leela Chess Zero follow; this module follows
-them.  The main thread reads commands; a ``go`` starts one search thread, so ``stop``,
-``ponderhit``, ``isready`` and ``quit`` are answered while it thinks.  A ``go`` that comes while
-a search still runs (after a ponder miss a GUI sends ``stop``, ``position`` and ``go`` at once)
-waits for that search's ``bestmove``, as in Stockfish, then starts: every ``go`` gets one
-``bestmove``, in order, and a ``position`` sent during a search is the next ``go``'s.  Nothing
-the GUI sends can end the process: a malformed or unknown command is answered with
+them.  The main thread reads commands and never waits for a search: a ``go`` starts a search
+thread, so ``stop``, ``ponderhit``, ``isready`` and ``quit`` are answered while it thinks, and
+``stop`` or ``quit`` end any search within one network batch.  A ``go`` that comes while a
+search still runs (after a ponder miss a GUI sends ``stop``, ``position`` and ``go`` at once)
+is queued with its position and clock and starts when that search has answered its
+``bestmove``: every ``go`` gets one ``bestmove``, in order, and a ``position`` sent during a
+search is the next ``go``'s.  A search queued behind one that would never end by itself
+(``infinite``, or pondering) stops that one first: the GUI forgot ``stop``.  ``go infinite``
+and ``go ponder`` answer only after ``stop`` / ``ponderhit``, also where there is no move to
+search (a finished game: ``bestmove (none)``).  Nothing the GUI sends can end the process: a
+malformed or unknown command, or a line longer than `MAX_LINE` bytes, is answered with
 ``info string <reason>`` and the engine keeps its state (an illegal move in ``position`` keeps
 the previous position).
 
@@ -41,7 +46,12 @@ How a ``go`` is searched (all through `klent.engine.player.Player.decide` and ``
   node, most of it the position): every ``go`` stops growing the tree when it is full, and an
   open-ended search then waits for ``stop``;
 * ``searchmoves`` chooses among the listed moves from the search's analysis
-  (`klent.engine.player.PlayOptions.candidates`).
+  (`klent.engine.player.PlayOptions.candidates`);
+* ``SyzygyPath`` (folders separated by ":", by default the tables ``make setup`` unpacks) and
+  ``SyzygyProbeLimit``: chess endgame tables, WDL in the search's leaves and DTZ at the root
+  (`klent.engine.tablebase`); a tablebase draw is reported as ``cp 0`` (``wdl 0 1000 0``), a
+  win or loss with a certain WDL (``wdl 1000 0 0``, ``wdl 0 0 1000``).  A path without
+  tables is reported and play goes on without them.
 
 Scores: the value v in [-1, 1] of a move (its searched Q) becomes centipawns through
 `centipawns` (read back exactly from a model distilled on centipawns, else Leela's monotone
@@ -57,6 +67,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -70,11 +81,14 @@ from klent.engine.player import (
     DEFAULT_MEMORY_MB,
     DEFAULT_WEIGHTS_DIR,
     PRECISIONS,
+    SYZYGY_MAX_PIECES,
     Decision,
     MoveStat,
     Player,
     PlayOptions,
+    Tablebase,
     clock_budget,
+    default_syzygy_path,
     default_threads,
     model_path_for,
 )
@@ -86,6 +100,9 @@ INFO_INTERVAL = 1.0  # seconds an iteration of an open-ended search aims at
 LONG_SEARCH = 5.0  # timed searches longer than this are iterated (info lines, memory cap)
 MAX_CENTIPAWNS = 12_800  # |cp| of a certain win; mate scores are reported as `mate`
 QUIT_JOIN_SECONDS = 5.0
+# Bytes of one command line (about 170,000 moves of a `position`); a longer line is skipped
+# without being kept in memory.
+MAX_LINE = 1 << 20
 
 Kind = Literal["check", "spin", "combo", "string"]
 
@@ -160,6 +177,8 @@ def uci_options(model: str, precision: str = "float32") -> list[UciOption]:
         UciOption("Simulations", "spin", 0, 0, MAX_SIMULATIONS),
         UciOption("Hash", "spin", DEFAULT_MEMORY_MB, 1, 1 << 20),
         UciOption("UCI_Variant", "combo", "chess", choices=tuple(UCI_VARIANTS)),
+        UciOption("SyzygyPath", "string", default_syzygy_path()),
+        UciOption("SyzygyProbeLimit", "spin", SYZYGY_MAX_PIECES, 0, SYZYGY_MAX_PIECES),
     ]
 
 
@@ -179,13 +198,17 @@ def centipawns(value: float, scale: str = "outcome") -> int:
     return int(round(min(MAX_CENTIPAWNS, max(-MAX_CENTIPAWNS, cp))))
 
 
-def wdl(value: float) -> tuple[int, int, int]:
+def wdl(value: float, proven: bool = False) -> tuple[int, int, int]:
     """Win/draw/loss in permille for a value in [-1, 1] (expected score (1 + v) / 2).
 
     The networks predict the expected outcome only, so the draw share is a convention: half of
     the probability mass that the value leaves undecided, D = (1 - |v|) / 2, and W - L = v.
-    W, D and L are never negative and sum to 1000.
+    W, D and L are never negative and sum to 1000.  A ``proven`` value (the endgame tables',
+    `klent.engine.player.MoveStat.proven`) is certain: a win 1000 0 0, a draw 0 1000 0 (as its
+    ``cp 0`` says), a loss 0 0 1000.
     """
+    if proven:
+        return (1000, 0, 0) if value > 0 else (0, 0, 1000) if value < 0 else (0, 1000, 0)
     v = min(1.0, max(-1.0, float(value)))
     draw = (1.0 - abs(v)) / 2.0
     win = round(1000 * (1.0 + v - draw) / 2.0)
@@ -258,24 +281,29 @@ def parse_go(tokens: list[str], state: State, complain: Callable[[str], None]) -
 
 
 class _Job:
-    """One ``go``: its player (at the position), limits, and the events the main thread signals it with.
+    """One ``go``: the position it searches, its limits, the events the main thread signals it
+    with, and (once it starts) its player.
 
-    ``options`` are how each of its searches decides, from the option values when it started
-    (the budget is set where a search runs); ``cap`` is the simulations of the whole ``go``:
-    ``nodes`` or the Simulations option, the smaller.  ``interrupt`` ends the running
+    ``options`` are how each of its searches decides, from the option values when the ``go``
+    came (the budget is set where a search runs); ``cap`` is the simulations of the whole
+    ``go``: ``nodes`` or the Simulations option, the smaller.  ``interrupt`` ends the running
     ``decide`` call (stop, quit, ponderhit); ``stopped`` says the whole search must end;
-    ``ponderhit`` that the pondered move was played.
+    ``ponderhit`` that the pondered move was played.  A job queued behind a running search
+    keeps its position and its clock (``start``) from the ``go`` command.
     """
 
-    def __init__(self, player: Player, go: GoCommand, options: PlayOptions, cap: int | None, show_wdl: bool,
-                 start: float, budget: float | None) -> None:
-        self.player = player
+    def __init__(self, go: GoCommand, options: PlayOptions, cap: int | None, show_wdl: bool,
+                 start: float, budget: float | None, initial: State, actions: list[int], state: State) -> None:
         self.go = go
         self.options = options
         self.cap = cap
         self.show_wdl = show_wdl
         self.start = start
         self.budget = budget
+        self.initial = initial
+        self.actions = actions
+        self.state = state
+        self.value_scale = "outcome"  # the player's (`Player.value_scale`), once it starts
         self.interrupt = threading.Event()
         self.stopped = threading.Event()
         self.ponderhit = threading.Event()
@@ -290,6 +318,14 @@ class _Job:
         self.interrupt.clear()
         if self.stopped.is_set():
             self.interrupt.set()
+
+    @property
+    def waits_for_stop(self) -> bool:
+        """Whether the search would never end by itself: ``infinite``, or pondering before
+        the ``ponderhit``."""
+        return not self.stopped.is_set() and (
+            self.go.infinite or (self.go.ponder and not self.ponderhit.is_set())
+        )
 
     @property
     def deadline(self) -> float | None:
@@ -321,12 +357,16 @@ class UciEngine:
         self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}
         self._player: Player | None = None
         self._player_key: tuple[str, str, int, str] | None = None
+        self._tables: Tablebase | None = None  # chess endgame tables: SyzygyPath, SyzygyProbeLimit
+        self._open_tables()
         self._position_key = "startpos"
         self._initial: State = self.game.initial_state()
         self._actions: list[int] = []
+        self._moves: list[str] = []  # the actions as the last `position` wrote them
         self._state = self._initial  # after the actions
-        self._lock = threading.Lock()  # guards _job and keeps output lines whole
-        self._job: _Job | None = None
+        self._lock = threading.Lock()  # guards _job and _queue, and keeps output lines whole
+        self._job: _Job | None = None  # the search running (or about to start)
+        self._queue: deque[_Job] = deque()  # the ``go``s that came while it runs, in order
         self._thread: threading.Thread | None = None
         self._handlers: dict[str, Callable[[list[str]], None]] = {
             "uci": self._uci,
@@ -344,8 +384,15 @@ class UciEngine:
     # --- the command loop ------------------------------------------------------------------
 
     def run(self, stream: BinaryIO) -> int:
-        """Serve commands from ``stream`` until ``quit`` or end of input; returns 0."""
-        for raw in iter(stream.readline, b""):
+        """Serve commands from ``stream`` until ``quit`` or end of input; returns 0.  A line
+        longer than `MAX_LINE` bytes is read to its end in pieces, dropped and reported."""
+        while raw := stream.readline(MAX_LINE + 1):
+            if len(raw) > MAX_LINE and not raw.endswith(b"\n"):
+                while (rest := stream.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                    pass
+                head = raw[:40].decode("utf-8", errors="replace")
+                self._info(f"command line longer than {MAX_LINE} bytes ignored: {head!r}...")
+                continue
             if not self.handle(raw.decode("utf-8", errors="replace")):
                 break
         self.shutdown()
@@ -377,8 +424,9 @@ class UciEngine:
         return True
 
     def shutdown(self) -> None:
-        """Stop a running search and wait (briefly) for its thread."""
+        """Drop the queued searches, stop the running one and wait (briefly) for its thread."""
         with self._lock:
+            self._queue.clear()
             job, thread = self._job, self._thread
         if job is not None:
             job.stop()
@@ -410,9 +458,14 @@ class UciEngine:
             self._send(line)
 
     def _isready(self, args: list[str]) -> None:
-        if not self._searching():
-            self._load_player()
-        self._send("readyok")
+        """Load the model if it changed, and answer ``readyok`` whatever happened: a GUI waits
+        for it before anything else, and a model that cannot load is reported by its own
+        ``info string`` (`_load_player`)."""
+        try:
+            if not self._searching():
+                self._load_player()
+        finally:
+            self._send("readyok")
 
     def _setoption(self, args: list[str]) -> None:
         if not args or args[0] != "name":
@@ -435,6 +488,19 @@ class UciEngine:
             return
         if option.name == "UCI_Variant":
             self._switch_variant(str(self.values["uci_variant"]))
+        if option.name in ("SyzygyPath", "SyzygyProbeLimit"):
+            self._open_tables()
+
+    def _open_tables(self) -> None:
+        """The endgame tables SyzygyPath names, up to SyzygyProbeLimit pieces (0: none); a path
+        without tables is reported and play goes on without them, as lichess-bot's default
+        SyzygyPath may name a folder that does not exist."""
+        path, limit = str(self.values["syzygypath"]), int(self.values["syzygyprobelimit"])
+        try:
+            self._tables = Tablebase.from_path(path, limit) if limit else None
+        except ValueError as error:
+            self._tables = None
+            self._info(f"SyzygyPath: {error}; playing without endgame tables")
 
     def _switch_variant(self, variant: str) -> None:
         """Play ``variant`` from its initial position on, with its shipped model unless another
@@ -451,7 +517,7 @@ class UciEngine:
         # A fresh initial state: the player drops its search tree of the previous game.
         self._position_key = "startpos"
         self._initial = self._state = self.game.initial_state()
-        self._actions = []
+        self._actions, self._moves = [], []
 
     def _position(self, args: list[str]) -> None:
         """``position startpos|fen <FEN> [moves m1 m2 ...]``; nothing changes on any error."""
@@ -477,30 +543,25 @@ class UciEngine:
         except GameFormatError as error:
             self._info(f"position: {error}; position unchanged")
             return
-        actions, state = [], initial
-        for number, text in enumerate(moves, start=1):
+        # A GUI sends the whole game at every move: only the moves after the last position's are played.
+        done = len(self._moves) if initial is self._initial and moves[: len(self._moves)] == self._moves else 0
+        actions, state = (list(self._actions), self._state) if done else ([], initial)
+        for number, text in enumerate(moves[done:], start=done + 1):
             try:
                 action = self.game.text_to_action(state, text)
             except (GameFormatError, IllegalMoveError) as error:
                 self._info(f"position: move {number} of the list: {error}; position unchanged")
                 return
-            state = state.play(action)
+            state = state.play_in_record(action)
             actions.append(action)
         self._position_key, self._initial, self._actions, self._state = key, initial, actions, state
+        self._moves = moves
 
     def _go(self, args: list[str]) -> None:
+        """Start a search of the current position, or queue it behind the running one."""
         start = time.perf_counter()  # the GUI's clock runs from here, waiting included
-        self._finish_search()
         state = self._state
         go = parse_go(args, state, self._info)
-        player = self._load_player()
-        if player is None or state.is_terminal:
-            if state.is_terminal:
-                mated = state.outcome() != 0
-                self._send(f"info depth 0 score {'mate 0' if mated else 'cp 0'}")
-            self._send("bestmove (none)")
-            return
-        player.set_position(self._initial, self._actions)
         values = self.values
         options = replace(
             self.tuning,
@@ -513,45 +574,39 @@ class UciEngine:
         caps = [cap for cap in (go.nodes, int(values["simulations"]) or None) if cap is not None]
         clock, increment = (go.wtime, go.winc) if state.to_play == 0 else (go.btime, go.binc)
         budget = clock_budget(clock, increment, go.movestogo, go.movetime, int(values["move overhead"]) / 1000.0)
-        job = _Job(player, go, options, min(caps) if caps else None, bool(values["uci_showwdl"]), start, budget)
-        thread = threading.Thread(target=self._think, args=(job,), name="uci-search", daemon=True)
+        job = _Job(go, options, min(caps) if caps else None, bool(values["uci_showwdl"]), start, budget,
+                   self._initial, list(self._actions), state)
         with self._lock:
-            self._job, self._thread = job, thread
-        thread.start()
+            ahead = [queued for queued in (self._job, *self._queue) if queued is not None]
+            if not ahead:
+                self._job = job
+                self._thread = threading.Thread(target=self._work, args=(job,), name="uci-search", daemon=True)
+                self._thread.start()
+                return
+            self._queue.append(job)
+        if any(queued.waits_for_stop for queued in ahead):
+            self._info("go: stopping the running search first (send stop before go)")
+            for queued in ahead:
+                if queued.waits_for_stop:
+                    queued.stop()
 
     def _stop(self, args: list[str]) -> None:
+        """End the running search and those queued behind it: each answers its bestmove now."""
         with self._lock:
-            job = self._job
-        if job is not None:
+            jobs = [job for job in (self._job, *self._queue) if job is not None]
+        for job in jobs:
             job.stop()
 
     def _ponderhit(self, args: list[str]) -> None:
         with self._lock:
-            job = self._job
-        if job is None or not job.go.ponder or job.ponderhit.is_set():
+            job = next((j for j in (self._job, *self._queue) if j is not None and j.go.ponder
+                        and not j.ponderhit.is_set()), None)
+        if job is None:
             self._info("ponderhit: not pondering; ignored")
             return
         job.ponderhit.set()
         if not job.go.infinite:
             job.interrupt.set()
-
-    def _finish_search(self) -> None:
-        """Wait until the running search (if any) has answered its ``bestmove``.
-
-        A search that would wait for ``stop`` or ``ponderhit`` forever (``infinite``, or
-        pondering) is stopped first: the GUI forgot ``stop``, and waiting for it would leave
-        the engine deaf to every later command, ``quit`` included.
-        """
-        with self._lock:
-            job, thread = self._job, self._thread
-        if thread is None:
-            return
-        if job is not None and not job.stopped.is_set() and (
-            job.go.infinite or (job.go.ponder and not job.ponderhit.is_set())
-        ):
-            self._info("go: stopping the running search first (send stop before go)")
-            job.stop()
-        thread.join()
 
     # --- state helpers -----------------------------------------------------------------------
 
@@ -594,24 +649,45 @@ class UciEngine:
 
     # --- the search thread ---------------------------------------------------------------------
 
-    def _think(self, job: _Job) -> None:
-        """Search, report, answer ``bestmove`` (always, even if the search failed)."""
+    def _work(self, job: _Job) -> None:
+        """Answer ``job``, then each search queued behind it, in order (the search thread)."""
+        next_job: _Job | None = job
+        while next_job is not None:
+            answer = self._answer(next_job)
+            with self._lock:
+                self._write(answer)
+                next_job = self._job = self._queue.popleft() if self._queue else None
+
+    def _answer(self, job: _Job) -> str:
+        """Search, report, and return the ``bestmove`` line (always, even if the search failed).
+
+        With no move to search (a finished game, or no model), ``go infinite`` and ``go ponder``
+        still answer only after ``stop`` / ``ponderhit``, as UCI asks of them."""
         try:
-            decision = self._search(job)
+            player = self._load_player()
+            state = job.state
+            if player is None or state.is_terminal:
+                if job.go.infinite or job.go.ponder:
+                    job.interrupt.wait()
+                if state.is_terminal:
+                    self._send(f"info depth 0 score {'mate 0' if state.outcome() != 0 else 'cp 0'}")
+                return "bestmove (none)"
+            player.set_position(job.initial, job.actions, job.state)
+            player.tablebase = self._tables
+            job.value_scale = player.value_scale
+            decision = self._search(job, player)
             answer = f"bestmove {decision.move}"
             if decision.ponder is not None:
                 answer += f" ponder {decision.ponder}"
+            return answer
         except Exception as error:  # noqa: BLE001 - the GUI must get its bestmove regardless
             self._info(f"search failed: {type(error).__name__}: {error}")
-            answer = "bestmove (none)"
-        with self._lock:
-            self._job = None
-            self._write(answer)
+            return "bestmove (none)"
 
-    def _search(self, job: _Job) -> Decision:
+    def _search(self, job: _Job, player: Player) -> Decision:
         go = job.go
         if go.infinite or go.ponder:
-            decision = self._analyse(job, deadline=None, depth=None)
+            decision = self._analyse(job, player, deadline=None, depth=None)
             job.interrupt.wait()
             if job.stopped.is_set() or go.infinite:
                 return decision
@@ -620,15 +696,15 @@ class UciEngine:
                 return decision  # pondered for longer than this move's whole budget
         long_search = go.nodes is None and job.budget is not None and job.budget > LONG_SEARCH
         if go.depth is not None or job.options.mode == "reactive" or long_search:
-            return self._analyse(job, deadline=job.deadline, depth=go.depth)
+            return self._analyse(job, player, deadline=job.deadline, depth=go.depth)
         simulations = DEFAULT_SIMULATIONS if job.cap is None and job.deadline is None else job.cap
         options = replace(job.options, simulations=simulations, time=_seconds_until(job.deadline))
-        decision = job.player.decide(options, stop=job.interrupt)
+        decision = player.decide(options, stop=job.interrupt)
         job.simulations += decision.simulations
         self._report(job, decision)
         return decision
 
-    def _analyse(self, job: _Job, deadline: float | None, depth: int | None) -> Decision:
+    def _analyse(self, job: _Job, player: Player, deadline: float | None, depth: int | None) -> Decision:
         """Successive searches on one tree with growing budgets, reporting after each.
 
         Ends when interrupted, at ``deadline``, once the PV is ``depth`` plies long or ends the
@@ -642,7 +718,7 @@ class UciEngine:
             self._report(job, decision)
             return depth is None or (decision.depth < depth and decision.outcome is None)
 
-        return job.player.analyse(
+        return player.analyse(
             update, job.interrupt, job.options,
             simulations=None if cap is None else max(0, cap - job.simulations),
             time=_seconds_until(deadline),
@@ -657,9 +733,9 @@ class UciEngine:
         nodes = job.simulations
         for rank, line in enumerate(decision.top_moves, start=1):
             mate = _mate_in(line)
-            score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q, job.player.value_scale)}"
+            score = f"mate {mate}" if mate is not None else f"cp {centipawns(line.q, job.value_scale)}"
             if job.show_wdl:
-                score += " wdl {} {} {}".format(*wdl(line.q))
+                score += " wdl {} {} {}".format(*wdl(line.q, line.proven))
             self._send(
                 f"info depth {len(line.pv)} seldepth {max(decision.seldepth, len(line.pv))} multipv {rank} "
                 f"score {score} nodes {nodes} nps {int(nodes / max(elapsed, 1e-3))} "

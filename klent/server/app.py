@@ -17,6 +17,11 @@ their transient memory across, so each learns from scratch).  With API keys conf
 (``KLENT_API_KEYS``, comma-separated), /v1 answers only requests carrying one (``Authorization:
 Bearer <key>`` or ``X-API-Key``).  Every search also runs under a time cap, so a graceful
 shutdown (uvicorn waits for requests in flight) ends in bounded time.
+
+A model that fails to load, or fails its warm-up search, is not served: its game gets 503 with
+the reason while the other games are served (`klent.server.models`).  A served model that fails
+on a request's position (ONNX Runtime raises, or its outputs are not finite) fails that request
+alone, with 500 and a one-line ``detail``.
 """
 
 from __future__ import annotations
@@ -24,13 +29,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import importlib.metadata
+import logging
 import math
 import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -43,7 +49,17 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from klent.engine.games.base import IllegalMoveError
+from klent.engine.network import ModelOutputError
 from klent.engine.player import DEFAULT_WEIGHTS_DIR, Decision, Player, PlayOptions, ShapeWeights, load_td_weights
+from klent.protocols.katago_answer import analyse_turn
+from klent.protocols.katago_query import (
+    QueryError,
+    Turn,
+    error_line,
+    parse_query,
+    query_id,
+    warning_lines,
+)
 from klent.server import metrics as metrics_module
 from klent.server.admission import Lane, stop_on_disconnect
 from klent.server.batching import EvaluatorClosedError
@@ -53,6 +69,7 @@ from klent.server.schemas import (
     AnalyzeRequest,
     AnalyzeResponse,
     ErrorOut,
+    KataGoQuery,
     ModelOut,
     ModelsResponse,
     MoveRequest,
@@ -63,6 +80,8 @@ from klent.server.schemas import (
     PositionRequest,
     SearchOut,
 )
+
+log = logging.getLogger("klent.server")
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 API_KEYS_ENV = "KLENT_API_KEYS"
@@ -223,6 +242,11 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
     async def position_error(request: Request, error: PositionError) -> JSONResponse:
         return JSONResponse({"detail": str(error)}, 422)
 
+    @app.exception_handler(ModelOutputError)
+    async def model_output_error(request: Request, error: ModelOutputError) -> JSONResponse:
+        log.warning("%s %s: %s", request.method, request.url.path, error)
+        return JSONResponse({"detail": f"the model failed on this position: {error}"}, 500)
+
     @app.get("/", include_in_schema=False)
     async def index() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html")
@@ -295,6 +319,13 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
         model = service.model(game)
         return await service.run(service.cheap, request, lambda stop: _json(service.position(model, body)))
 
+    @api.post("/katago-analysis", response_model=list[dict[str, Any]])
+    async def katago_analysis(body: KataGoQuery, request: Request) -> Response:
+        """A query of KataGo's JSON analysis protocol, answered as `klent analysis` answers it (its
+        warnings, then each turn's final answer, in the query's order); an error is KataGo's error
+        object with status 422."""
+        return await service.run(service.searches, request, lambda stop: service.katago_analysis(body.root, stop))
+
     app.include_router(api)
     return app
 
@@ -331,6 +362,8 @@ class _Service:
 
     def model(self, game: str) -> ServedModel:
         model = self.registry.get(game)
+        if model is None and game in self.registry.failed:
+            raise HTTPException(503, f"the model for {game} is not served: {self.registry.failed[game]}")
         if model is None:
             served = ", ".join(sorted(self.registry.models))
             raise HTTPException(404, f"no model for game {game[:40]!r}; this server plays {served}")
@@ -362,9 +395,15 @@ class _Service:
 
     def warm_up(self) -> None:
         """One short search per model before serving: the first request should not pay for
-        compiling the search kernels and initialising ONNX Runtime."""
-        for model in self.registry.models.values():
-            Player(model.evaluator, PlayOptions(mode="search", simulations=4)).decide()
+        compiling the search kernels and initialising ONNX Runtime.  A model that fails it
+        (its outputs not finite a move away from the start) is served no more: 503."""
+        for game_id, model in list(self.registry.models.items()):
+            try:
+                Player(model.evaluator, PlayOptions(mode="search", simulations=4)).decide()
+            except ModelOutputError as error:
+                log.warning("not serving %s: %s (in the warm-up search)", game_id, error)
+                self.registry.fail(game_id, f"{error} (in the warm-up search)")
+                continue
             if model.game.name.startswith("go"):  # and TD search's kernels
                 Player(model.evaluator, PlayOptions(mode="td", simulations=2)).decide()
 
@@ -407,6 +446,28 @@ class _Service:
             score=None if score is None else score * black,
             elapsed=time.perf_counter() - start,
         )
+
+    def katago_analysis(self, raw: dict[str, Any], stop: threading.Event) -> JSONResponse:
+        """`klent.protocols.katago_query`'s reading and analysis of a query, the same as
+        `klent analysis`'s, within this server's caps (visits, time) and without reports during
+        the search (HTTP answers once)."""
+        sizes = sorted(int(name[2:]) for name in self.registry.models if name[:2] == "go" and name[2:].isdigit())
+        try:
+            query = parse_query(raw, sizes, self.config.default_simulations)
+        except QueryError as error:
+            return JSONResponse(error_line(str(error), error.field, query_id(raw)), 422)
+        cap = self.config
+        if query.max_visits > cap.max_simulations:
+            message = f"maxVisits: {query.max_visits} is more than this server's limit of {cap.max_simulations}"
+            return JSONResponse(error_line(message, "maxVisits", query.id), 422)
+        query = replace(query, max_time=min(query.max_time or cap.max_time, cap.max_time), report_every=None)
+        model = self.model(f"go{query.size}")
+        answers = warning_lines(query)
+        with model.evaluator.client():
+            player = Player(model.evaluator, PlayOptions())
+            for index in range(len(query.turns)):
+                answers.append(analyse_turn(player, Turn(query, index, stop), lambda _: None, PlayOptions()))
+        return JSONResponse(answers)
 
     def position(self, model: ServedModel, request: PositionRequest) -> PositionOut:
         parsed = parse_position(model.game, request)

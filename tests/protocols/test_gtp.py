@@ -371,6 +371,40 @@ def hopeless_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     return str(path)
 
 
+@pytest.fixture(scope="module")
+def hopeless_but_ahead_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A go9 model whose values say every move loses but whose ownership head gives the side to
+    move every point: the count is won, as in a handicap game whose komi the values do not see."""
+    import torch
+
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
+
+    game = GoGame(9)
+    model = build_net(game, NetConfig(blocks=1, channels=8, ownership_head=True)).eval()
+    with torch.no_grad():
+        model.action_value_head.fc.weight.zero_()
+        model.action_value_head.fc.bias.fill_(-10.0)
+        model.ownership_head.conv.weight.zero_()
+        model.ownership_head.conv.bias.fill_(10.0)
+    path = tmp_path_factory.mktemp("ahead") / "go9.onnx"
+    export_onnx(model, game, path)
+    return str(path)
+
+
+def test_never_resigns_while_the_count_has_it_ahead(hopeless_but_ahead_model) -> None:
+    """Values of a lost game, a count of a won one (komi 0.5, a handicap stone): no resigning."""
+    command = [sys.executable, "-m", "klent", "gtp", "--model", hopeless_but_ahead_model, "--mode", "reactive",
+               "--resign-threshold", "0.1", "--resign-moves", "2"]
+    process = GtpProcess(command)
+    try:
+        process.send("komi 0.5")
+        assert process.send("fixed_handicap 2")
+        assert all(process.send(f"genmove {colour}") != "resign" for colour in "wbwbw")
+    finally:
+        process.close()
+
+
 def test_resigns_only_after_several_losing_moves(hopeless_model) -> None:
     """Every win rate is ~0: the engine plays `resign_moves - 1` moves, resigns at the next,
     and a new game starts the count again.  With resigning off it never resigns."""

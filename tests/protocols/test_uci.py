@@ -13,11 +13,13 @@ import logging
 import math
 import queue
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import chess
 import chess.engine
@@ -26,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from klent.matchplay.match import game_digest
+from klent.matchplay.results import game_digest
 from klent.protocols.uci import centipawns, wdl
 
 START = chess.Board()
@@ -243,6 +245,8 @@ def test_wdl_sums_to_1000_and_follows_the_value() -> None:
         assert min(wins, draws, losses) >= 0 and wins + draws + losses == 1000
         assert abs((wins - losses) / 1000 - v) < 0.002
     assert wdl(1.0) == (1000, 0, 0) and wdl(-1.0) == (0, 0, 1000)
+    # The endgame tables' values are certain (a tablebase win is 0.99, below a mate's 1).
+    assert [wdl(v, proven=True) for v in (0.99, 0.0, -0.99)] == [(1000, 0, 0), (0, 1000, 0), (0, 0, 1000)]
 
 
 # --- python-chess as the client ------------------------------------------------------------
@@ -448,6 +452,22 @@ def test_mate_is_reported_as_mate(raw: RawEngine) -> None:
     assert "score mate -1 " in lines[-2] and lines[-2].endswith("pv a7a6 c8a8")
 
 
+def test_a_line_into_a_claimable_draw_reads_as_a_draw_and_ends_a_depth_search(raw: RawEngine) -> None:
+    """Kh8 repeats the position for the third time: the search counts it a draw (cp 0), and its
+    line, being over, ends a `go depth` search that could never make it longer (before, the
+    search went on until the tree was full).  The game itself goes on past the claimable draw."""
+    start = "position fen 7k/p7/8/8/8/Q7/P7/6K1 w - - 0 1 moves g1h1 h8g8 h1g1 g8h8 g1h1 h8g8 h1g1"
+    raw.send(start, "go depth 4 searchmoves g8h8")
+    lines = raw.until(is_bestmove, 30)
+    assert bestmove(lines) == "g8h8"
+    assert " score cp 0 " in lines[-2] and lines[-2].endswith("pv g8h8")
+    raw.send(start + " g8h8 g1h1", "go nodes 16")
+    lines = raw.until(is_bestmove, 30)
+    board = chess.Board("7k/p7/8/8/8/Q7/P7/7K b - - 10 6")
+    assert not any(line.startswith("info string") for line in lines)
+    assert chess.Move.from_uci(bestmove(lines)) in board.legal_moves
+
+
 def _last_nodes(lines: list[str]) -> int:
     """The ``nodes`` figure of the last ``info`` line that has one (0 if none does)."""
     counts = [line.split()[line.split().index("nodes") + 1] for line in lines if " nodes " in line]
@@ -543,6 +563,114 @@ def test_quit_mid_search_exits_cleanly(raw: RawEngine) -> None:
     # Below the engine's QUIT_JOIN_SECONDS (5 s): the search stopped rather than being abandoned
     # (the process's own exit took up to 3.1 s on a machine with twice as many jobs as cores).
     assert time.perf_counter() - began < 4.5
+
+
+def test_a_go_queued_behind_a_long_search_leaves_the_reader_listening(raw: RawEngine) -> None:
+    """#53: `go depth 1000` then `go nodes 8` made the reader wait for the first search (55 s
+    deaf to isready, stop and quit).  The second go is queued; isready is answered at once and
+    stop ends the running search and the queued one, each with its own bestmove."""
+    raw.ready()
+    raw.send("position startpos", "go depth 1000", "go nodes 8")
+    raw.quiet_for(0.3)
+    began = time.perf_counter()
+    raw.ready(timeout=5)
+    assert time.perf_counter() - began < 0.5
+    raw.send("stop")
+    lines = raw.until(is_bestmove, 2) + raw.until(is_bestmove, 5)
+    assert sum(is_bestmove(line) for line in lines) == 2
+    assert all(chess.Move.from_uci(bestmove([line])) in START.legal_moves for line in lines if is_bestmove(line))
+    assert time.perf_counter() - began < 2.0
+    assert not any(is_bestmove(line) for line in raw.quiet_for(0.5))
+
+    raw.send("go depth 1000", "go nodes 8")  # and quit ends both
+    raw.quiet_for(0.3)
+    began = time.perf_counter()
+    assert raw.close() == 0
+    assert time.perf_counter() - began < 4.5
+
+
+MATED = "rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"  # fool's mate: White is mated
+
+
+@pytest.mark.parametrize("release", ["stop", "ponderhit"])
+def test_ponder_in_a_finished_game_answers_once_after_stop_or_ponderhit(raw: RawEngine, release: str) -> None:
+    """#51: `go ponder` where the game is over answered `bestmove (none)` at once; UCI wants
+    exactly one bestmove, only after stop or ponderhit, and at once then."""
+    raw.ready()
+    raw.send(f"position fen {MATED}", "go ponder wtime 60000 btime 60000")
+    assert not any(is_bestmove(line) for line in raw.quiet_for(1.0))
+    began = time.perf_counter()
+    raw.send(release)
+    lines = raw.until(is_bestmove, 2)
+    assert time.perf_counter() - began < 0.1
+    assert lines[-1] == "bestmove (none)" and "score mate 0" in lines[-2]
+    assert not any(is_bestmove(line) for line in raw.quiet_for(0.5))
+    raw.send("go infinite")  # the same for an infinite analysis
+    assert not any(is_bestmove(line) for line in raw.quiet_for(0.5))
+    raw.send("stop")
+    assert raw.until(is_bestmove, 2)[-1] == "bestmove (none)"
+
+
+def test_an_overlong_line_is_dropped_and_reported(raw: RawEngine) -> None:
+    """#53: UCI had no line cap (a 20 MB line added 380 MB); a line over MAX_LINE is read
+    in pieces, dropped and reported, and the engine goes on."""
+    from klent.protocols.uci import MAX_LINE
+
+    raw.ready()
+    raw.send("position startpos moves " + "e2e4 e7e5 " * (MAX_LINE // 10 + 1))
+    lines = raw.ready()
+    assert any(line.startswith("info string command line longer than") for line in lines)
+    raw.send("position startpos moves e2e4", "go nodes 8")
+    lines = raw.until(is_bestmove, 30)
+    assert chess.Move.from_uci(bestmove(lines)) in _after(START, chess.Move.from_uci("e2e4")).legal_moves
+
+
+def test_a_long_record_costs_linear_time_and_is_not_replayed_at_each_go(raw: RawEngine, untrained_model) -> None:
+    """#53: `position startpos moves` with 100,000 Animal Shogi moves took 248 s, and each later
+    `go` as long (every move walked back over the whole record to count repetitions, and the
+    record was played again at every `go`).  The record's repetition table makes it linear, and
+    a position that extends the last one plays only its new moves."""
+    raw.send("setoption name UCI_Variant value dobutsu",
+             f"setoption name ModelFile value {untrained_model('animal_shogi')}")
+    raw.ready(timeout=60)
+    shuffle = ["c1c2", "a4a3", "c2c1", "a3a4"] * 25_000  # the giraffes back and forth: positions repeat
+    began = time.perf_counter()
+    raw.send("position startpos moves " + " ".join(shuffle))
+    raw.ready(timeout=60)
+    read = time.perf_counter() - began
+    assert read < 20, read  # about 3 s on a loaded 2-core machine
+    for extra in ([], ["c1c2"], ["c1c2", "a4a3"]):
+        began = time.perf_counter()
+        raw.send("position startpos moves " + " ".join(shuffle + extra), "go nodes 8")
+        lines = raw.until(is_bestmove, 30)
+        assert not any(line.startswith("info string") for line in lines), lines
+        assert bestmove(lines) != "(none)"
+        assert time.perf_counter() - began < read / 2 + 1.0  # no replay of the record
+
+
+def test_lichess_bots_default_options_are_accepted_and_a_tablebase_draw_reads_0cp(model: str, syzygy_dir: str) -> None:
+    """#51: lichess-bot's default config stopped at start-up (no SyzygyPath option).  Its
+    defaults, sent through python-chess as lichess-bot sends them to `klent-uci`, are accepted (a
+    SyzygyPath without tables is reported, not refused), and with the bundled tables a drawn
+    KRvKR reads 0 cp, what lichess-bot's draw offers wait for, and a certain draw in its WDL;
+    a won KQvK a certain win."""
+    path = shutil.which("klent-uci", path=str(Path(sys.executable).parent))
+    assert path is not None, "klent-uci is not installed: run `make setup`"
+    with chess.engine.SimpleEngine.popen_uci([path, "--model", model], timeout=60) as uci:
+        assert {"SyzygyPath", "SyzygyProbeLimit", "UCI_ShowWDL", "Move Overhead", "Threads", "Hash"} <= set(uci.options)
+        assert uci.options["SyzygyPath"].default == syzygy_dir  # found by default after `make setup`
+        uci.configure({"Move Overhead": 100, "Threads": 4, "Hash": 512, "SyzygyPath": "./syzygy/",
+                       "UCI_ShowWDL": True})
+        uci.ping()
+        uci.configure({"SyzygyPath": syzygy_dir})
+        board = chess.Board("4k3/8/8/8/8/8/r7/4K2R w - - 0 1")
+        info = uci.analyse(board, chess.engine.Limit(nodes=32))
+        assert info["score"].relative == chess.engine.Cp(0)
+        assert info["wdl"].relative == chess.engine.Wdl(0, 1000, 0)
+        won = uci.analyse(chess.Board("8/8/8/3k4/8/8/8/K5Q1 w - - 0 1"), chess.engine.Limit(nodes=32))
+        assert won["wdl"].relative == chess.engine.Wdl(1000, 0, 0)
+        result = uci.play(board, chess.engine.Limit(nodes=32))
+        assert result.move is not None and result.move.uci() != "h1h2"  # Rh2?? loses the rook
 
 
 # --- fuzzing the command grammar ---------------------------------------------------------------

@@ -219,15 +219,16 @@ class Forest:
         return nodes
 
     def add_terminal(self, states: Sequence[State], parents: np.ndarray, parent_edges: np.ndarray) -> np.ndarray:
-        """Create terminal nodes: value 0, no children, q of the edge = outcome for the mover."""
+        """Create terminal nodes: value 0, no children, q of the edge = outcome for the mover
+        (0 for a claimable draw, `State.is_claimable_draw`, whose game has no outcome yet)."""
         nodes = self._new_nodes(states, parents, parent_edges)
         self.first_edge[nodes] = self.num_edges_used
         self.num_edges[nodes] = 0
         self.raw_value[nodes] = 0.0
         self.terminal[nodes] = True
         movers = self.to_play[parents].tolist()
-        rewards = np.array([s.reward_for(p) for s, p in zip(states, movers)], dtype=np.float64)
-        self._link(nodes, parent_edges, rewards, 0.0)
+        rewards = [s.reward_for(p) if s.is_terminal else 0.0 for s, p in zip(states, movers)]
+        self._link(nodes, parent_edges, np.array(rewards, dtype=np.float64), 0.0)
         return nodes
 
     def import_subtree(self, source: Forest, root: int) -> int:
@@ -395,6 +396,21 @@ class SearchTree:
             line.append(int(forest.action[row]))
             node = int(forest.child[row])
         return line
+
+    def line_visits(self, actions: Iterable[int]) -> list[int]:
+        """Visits of each move of ``actions`` played from the root (a principal variation's:
+        KataGo's ``pvVisits``), 0 from the first move the search did not follow."""
+        forest = self.forest
+        node, visits = self.node, []
+        for action in actions:
+            row = -1
+            if node >= 0 and forest.num_edges[node] > 0:
+                edges = forest.children(node)
+                found = np.flatnonzero(forest.action[edges] == action)
+                row = edges.start + int(found[0]) if found.size else -1
+            visits.append(int(forest.visits[row]) if row >= 0 else 0)
+            node = int(forest.child[row]) if row >= 0 else -1
+        return visits
 
     def advance(self, actions: Iterable[int]) -> SearchTree | None:
         """The subtree after playing ``actions`` from the root, or None if it was not searched."""
