@@ -97,3 +97,32 @@ def test_territory_shading_from_the_ownership_head(page, ownership_model, tmp_pa
         assert page.locator("rect.owner-white").count() == 36
         assert "Predicted result:" in page.inner_text("#territory-score")
         page.screenshot(path=os.path.join(artifacts_dir, "web-go9-territory.png"))
+
+
+def test_a_19x19_game_with_the_territory_overlay(page, tmp_path, artifacts_dir):
+    """A Go model with board heads serves 19x19: the page draws the big board, plays on it and
+    shades the ownership head's territory over all of it."""
+    import torch
+
+    from klent.engine.games.go import GoGame
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
+
+    torch.manual_seed(0)
+    game = GoGame(19, encoder=3)
+    model = build_net(game, NetConfig(blocks=1, channels=8, heads="board", ownership_head=True, score_head=True,
+                                      board_sizes=(13, 19))).eval()
+    export_onnx(model, game, tmp_path / "go19.onnx")
+    with running_server(tmp_path) as process:
+        page.goto(process.url + "/")
+        page.wait_for_selector("#status:has-text('Your move')")
+        assert page.input_value("#game") == "go19"
+        assert page.locator("rect.go-point").count() == 361
+        page.click("rect[data-vertex='Q16']")
+        page.wait_for_function("document.querySelectorAll('#moves li').length === 2")
+        assert page.locator("#moves li").first.inner_text() == "Q16"
+        page.check("#territory")
+        page.wait_for_function("document.querySelectorAll('rect.owner-black, rect.owner-white').length > 0")
+        assert page.locator("rect.owner-black, rect.owner-white").count() <= 361
+        assert "Predicted result:" in page.inner_text("#territory-score")
+        page.screenshot(path=os.path.join(artifacts_dir, "web-go19.png"))
