@@ -311,3 +311,31 @@ def test_generated_variant_openings_are_judged_by_fairy_stockfish(tmp_path, fair
         finally:
             judge.close()
         assert len(line.split()) == 4 and kind == "cp" and abs(int(amount)) <= 50, (line, kind, amount)
+
+
+def test_a_19x19_game_against_gnugo_is_legal_and_scored(gnugo_path, tmp_path) -> None:
+    """A board-heads model plays 19x19 through `klent gtp` against GNU Go, the referee scoring."""
+    import torch
+
+    from klent.engine.games.go import GoGame
+    from klent.training.export import export_onnx
+    from klent.training.nets import NetConfig, build_net
+
+    torch.manual_seed(0)
+    game = GoGame(19, encoder=3)
+    net = build_net(game, NetConfig(blocks=1, channels=8, heads="board", board_sizes=(13, 19))).eval()
+    export_onnx(net, game, tmp_path / "go19.onnx")
+    ours = f"{sys.executable} -m klent gtp --model {tmp_path / 'go19.onnx'} --mode reactive --resign-threshold 0"
+    out = tmp_path / "match"
+    completed = subprocess.run(
+        [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", f"{gnugo_path} --mode gtp --level 0",
+         "--game", "go19", "--games", "1", "--max-moves", "40", "--referee",
+         f"{gnugo_path} --mode gtp --chinese-rules --level 0", "--time-per-move", "5", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    (record_line,) = (out / "games.jsonl").read_text().splitlines()
+    result = json.loads(record_line)
+    assert "referee score" in result["reason"] and result["result"][:2] in ("B+", "W+")
+    record = read_sgf((out / result["record"]).read_bytes())
+    assert record.game.size == 19 and len(record.moves) == result["moves"]
