@@ -61,7 +61,7 @@ def held_out_positions(folder: Path, count: int, training: bool = False) -> list
     of its training games, to tell how well a network fits what it was fitted on), spread over
     its shards, each with the teacher's value of every labelled move."""
     from klent.training.distill import shard_states
-    from klent.training.teacher import LabelConfig, Manifest, read_shard, rules
+    from klent.training.shards import LabelConfig, Manifest, read_shard, rules
 
     manifest = Manifest.read(folder)
     if manifest is None:

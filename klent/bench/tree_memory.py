@@ -85,7 +85,7 @@ def measure(game_name: str, memory_mb: int, moves: int) -> dict[str, float]:
         action = player.analyse(update, threading.Event(), interval=2.0).action
         if move < moves:
             player.play(action)
-    tree = player._tree  # the benchmark reads the player's tree directly: nothing else exposes it
+    tree = player._movers["search"].tree  # the benchmark reads the player's tree directly: nothing else exposes it
     assert tree is not None
     forest = tree.forest
     nodes = forest.num_nodes

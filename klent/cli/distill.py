@@ -11,7 +11,7 @@ With --student, a network plays the first plies after the opening of each game, 
 set holds the positions that network reaches (DAgger), labelled by the teacher.
 The set then trains a network with `klent train --algo distill --data data/chess`.  The run is
 resumable: run the same command again after an interruption (a larger --positions extends a
-finished set).  See klent/training/teacher.py for how positions are chosen and stored.
+finished set).  See klent/training/teacher.py and the modules it names for how positions are chosen and stored.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     bar.n = min(bar_start, config.positions)
     try:
         manifest = teacher.label(config, args.out, jobs=args.jobs, progress=progress)
-    except EngineError as error:  # a teacher that crashed, hung (`teacher.TEACHER_TIMEOUT`) or broke the protocol
+    except EngineError as error:  # a teacher that crashed, hung (`shards.TEACHER_TIMEOUT`) or broke the protocol
         raise CommandError(f"the teacher failed: {error}") from None
     finally:
         bar.close()

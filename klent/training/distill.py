@@ -46,7 +46,7 @@ from klent.training.nets import NetOutputs
 from klent.training.ownership import final_targets
 from klent.training.packed import PackedPlanes
 from klent.training.selfplay import GameSlots, Samples
-from klent.training.teacher import LabelConfig, Manifest, read_shard, rules
+from klent.training.shards import LabelConfig, Manifest, read_shard, rules
 
 TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "tactical" position
 

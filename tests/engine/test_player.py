@@ -59,10 +59,10 @@ def test_tree_is_reused_when_the_position_extends(player: Player) -> None:
     first = player.decide(PlayOptions(simulations=32))
     reply = first.action
     player.play(reply)
-    reused = player._reusable_tree()
+    reused = player._movers["search"].reusable(player.actions)
     assert reused is not None and reused.visits == int(first.result.visits[reply])
     player.set_position(games.get("countup").initial_state(), [reply])
-    assert player._reusable_tree() is None  # another initial state object: fresh tree
+    assert player._movers["search"].reusable(player.actions) is None  # another initial state object: fresh tree
 
 
 def test_bad_moves_change_nothing(player: Player) -> None:
@@ -214,11 +214,11 @@ def test_go_and_chess_search_with_the_measured_floor_the_small_games_with_mctxs(
     """The rescaling floor measured stronger at play (benchmarks/RESULTS.md) is Go's and
     chess's default; a game not measured keeps mctx's; an explicit floor wins over both.  So
     with the wave size: chess's measured one, 32 for the other games, or the one given."""
-    import klent.engine.player
+    import klent.engine.player.gumbel_mover
 
     seen = []
-    real = klent.engine.player.search
-    monkeypatch.setattr(klent.engine.player, "search", lambda state, network, limits, config, **rest: (
+    real = klent.engine.player.gumbel_mover.search
+    monkeypatch.setattr(klent.engine.player.gumbel_mover, "search", lambda state, network, limits, config, **rest: (
         seen.append((config.rescale_floor, config.wave_size)), real(state, network, limits, config=config, **rest))[1])
     for name, default in (("chess", (2.0, 4)), ("go9", (2.0, 32)), ("gardner", (1e-8, 32)),
                           ("animal_shogi", (1e-8, 32))):

@@ -40,13 +40,13 @@ def test_player_without_a_network_carries_the_transient_memory_through_a_game():
     player = td_player(game)
     first = player.decide()
     assert first.simulations == 20 and first.visits == 0 and first.result.ownership is not None
-    memory = player._td_search("td")
+    memory = player._td["td"].search(player.options.td)
     learnt = memory.transient.copy()
     assert learnt.any()
     player.play(first.action)
     player.play(next(a for a in (40, 41) if a != first.action))
     player.decide(PlayOptions(mode="td", simulations=0))  # no simulation: chosen on what it knows
-    assert player._td_search("td") is memory and np.array_equal(memory.transient, learnt)
+    assert player._td["td"].search(player.options.td) is memory and np.array_equal(memory.transient, learnt)
     player.decide()
     assert not np.array_equal(memory.transient, learnt)
     player.set_position(game.initial_state())  # a new game forgets it
@@ -107,13 +107,13 @@ def test_td_parameters_reach_the_search_and_new_ones_start_a_new_memory():
     one_by_one = TdConfig(shapes=(1,), greedy_moves=0)
     player = Player(None, PlayOptions(mode="td", simulations=10, td=one_by_one), game=game, seed=0)
     player.decide()
-    memory = player._td_search("td")
+    memory = player._td["td"].search(player.options.td)
     assert memory.config == TdConfig(shapes=(1,), greedy_moves=0, seed=0)
     assert memory.transient.size == ShapeWeights.weight_count(9, (1,), ("none",)) and memory.transient.any()
     player.decide()
-    assert player._td_search("td") is memory  # the same parameters keep the memory
+    assert player._td["td"].search(player.options.td) is memory  # the same parameters keep the memory
     player.decide(PlayOptions(mode="td", simulations=10))  # the defaults: another search
-    default = player._td_search("td", TdConfig())
+    default = player._td["td"].search(TdConfig())
     assert default is not memory and default.config.shapes == (1, 2)
 
 

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import klent.engine.games
-from klent.training import teacher
+from klent.training import dagger, shards, teacher, teacher_chess
 from klent.training.config import EvalConfig, OptimConfig, load_config
 from klent.training.distill import (
     Distill,
@@ -53,7 +53,7 @@ def labelled(tmp_path_factory: pytest.TempPathFactory, stockfish_path: str) -> P
 
 @pytest.mark.parametrize("scale", ["wdl", "cp"])
 def test_labels_equal_a_direct_stockfish_query(stockfish_path: str, scale: str) -> None:
-    game = teacher.rules("chess")
+    game = shards.rules("chess")
     config = small_config(stockfish_path, depth=5, value=scale)
     fens = ["r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3",
             "8/5pk1/6p1/8/3Q4/6P1/5P1K/3r4 b - - 0 40"]
@@ -63,7 +63,7 @@ def test_labels_equal_a_direct_stockfish_query(stockfish_path: str, scale: str) 
     try:
         for fen in fens:
             state = game.from_fen(fen)
-            actions, values, _ = teacher.label_position(ours, game, state, config.limit())
+            actions, values, _ = teacher_chess.label_position(ours, game, state, config.limit())
             board = chess.Board(fen)
             infos = direct.analyse(board, chess.engine.Limit(depth=5), multipv=board.legal_moves.count(), game=object())
             if scale == "wdl":
@@ -84,12 +84,12 @@ def test_labels_equal_a_direct_stockfish_query(stockfish_path: str, scale: str) 
 
 @pytest.mark.parametrize("scale", ["wdl", "cp"])
 def test_mate_is_worth_one_and_stalemate_nothing(stockfish_path: str, scale: str) -> None:
-    game = teacher.rules("chess")
+    game = shards.rules("chess")
     state = game.from_fen("k7/8/1K6/8/8/8/8/2Q5 w - - 0 1")
     config = small_config(stockfish_path, depth=4, value=scale)
     engine_ = teacher.open_teacher(config)
     try:
-        actions, values, _ = teacher.label_position(engine_, game, state, config.limit())
+        actions, values, _ = teacher_chess.label_position(engine_, game, state, config.limit())
     finally:
         engine_.close()
     by_move = {game.action_to_text(state, int(a)): float(v) for a, v in zip(actions, values)}
@@ -146,7 +146,7 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
     weights = Path(__file__).resolve().parents[2] / "weights"
     config = small_config(stockfish_path, student=str(weights / "chess.onnx"), student_plies=6, max_plies=16)
     student = teacher.open_student(config)
-    chess_game = teacher.rules("chess")
+    chess_game = shards.rules("chess")
     drawn = []
     stockfish = teacher.open_teacher(config)
     try:
@@ -155,15 +155,15 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
         stockfish.close()
     for index, record in enumerate(records):
         rng = np.random.default_rng([config.seed, index])
-        [rng.choice(teacher.TEMPERATURES[config.value]) for _ in range(2)]  # the game's two strengths come first
-        until = teacher.student_until(config, rng, student)
+        [rng.choice(teacher_chess.TEMPERATURES[config.value]) for _ in range(2)]  # the game's two strengths come first
+        until = dagger.student_until(config, rng, student)
         drawn.append(until - config.opening_plies)
         assert len(record.hashes) == len(record.moves)  # every position labelled, the student's too
         state = chess_game.initial_state()
         for ply, text in enumerate(record.moves):
             action = chess_game.text_to_action(state, text)
             if config.opening_plies <= ply < until:
-                assert action == teacher.student_move(student, state), (index, ply)
+                assert action == dagger.student_move(student, state), (index, ply)
             state = state.play(action)
     assert max(drawn) > 0 and len(set(drawn)) > 1
 
@@ -171,18 +171,18 @@ def test_a_student_plays_the_first_plies_after_the_opening_and_the_teacher_label
                              depth=None, max_plies=40, opening_plies=2, student=str(weights / "go9.onnx"),
                              student_plies=10)
     go_student = teacher.open_student(go)
-    go_game = teacher.rules("go9")
+    go_game = shards.rules("go9")
     gnugo = teacher.open_teacher(go)
     try:
         for index in range(3):
             record = teacher.play_labelled_go_game(gnugo, go, index, go_student)
-            until = teacher.student_until(go, np.random.default_rng([go.seed, index]), go_student)
+            until = dagger.student_until(go, np.random.default_rng([go.seed, index]), go_student)
             assert record.first_ply == until and len(record.hashes) == len(record.moves) - until
             state = go_game.initial_state()
             for ply, vertex in enumerate(record.moves[:until]):
                 action = go_game.parse_vertex(vertex)
                 if ply >= go.opening_plies:
-                    assert action == teacher.student_move(go_student, state), (index, ply)
+                    assert action == dagger.student_move(go_student, state), (index, ply)
                 state = state.play(action)
     finally:
         gnugo.close()
@@ -336,13 +336,13 @@ def test_a_chess_teacher_that_never_answers_go_ends_the_labelling_with_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A UCI teacher that takes ``go`` and never answers it was waited for for ever (the Go
-    teacher's commands had 120 s); each of its answers now has `teacher.TEACHER_TIMEOUT`."""
+    teacher's commands had 120 s); each of its answers now has `shards.TEACHER_TIMEOUT`."""
     from klent.cli import main
 
     script = tmp_path / "silent-teacher"
     script.write_text(f"#!{sys.executable}\n{SILENT_TEACHER}")
     script.chmod(0o755)
-    monkeypatch.setattr(teacher, "TEACHER_TIMEOUT", 1.0)
+    monkeypatch.setattr(teacher_chess, "TEACHER_TIMEOUT", 1.0)
     started = time.monotonic()
     status = main(["distill", "label", "--out", str(tmp_path / "set"), "--positions", "5", "--depth", "1",
                    "--teacher", str(script), "--no-progress"])

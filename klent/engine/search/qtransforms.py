@@ -20,7 +20,7 @@ child's value is nearly the same (a game the value head calls won or lost, |v| n
 blows differences of 1e-6 up to the whole sigma range, and the search then chooses by noise
 instead of by the prior.  Values in [-1, 1] have a known scale, and a floor F says that
 children whose values differ by much less than F are as good as each other (Go and chess play
-with F = 2, the whole range: `klent.engine.player.PLAY_RESCALE_FLOOR`, measured in benchmarks/RESULTS.md).
+with F = 2, the whole range: `klent.engine.player.options.PLAY_RESCALE_FLOOR`, measured in benchmarks/RESULTS.md).
 
 The functions are compiled with numba because the search calls them at every node of every
 descent.  They write into ``out`` (a slice of the search's scratch arrays) instead of

@@ -26,8 +26,8 @@ pointer to its state and the state's own objects: measured over long searches (`
 tree_memory`, benchmarks/RESULTS.md) about 9.2 KB a node in chess (7.5 KB of state, mostly its
 4672-byte legal mask and python-chess board; 30 edges, 1.7 KB) and 4.1-4.4 KB in 9x9 Go (1.4 KB
 of state; 35-50 edges, 2-2.8 KB).  A forest given ``max_bytes`` counts these exactly -- the arrays by their
-allocated size, the states by `owned_bytes` of one sample per batch -- and grows its arrays
-only as far as the budget pays for at the current mix of nodes and edges, so that the
+allocated size, the states by `owned_bytes` (`klent.engine.search.state_memory`) of one sample per
+batch -- and grows its arrays only as far as the budget pays for at the current mix of nodes and edges, so that the
 search can stop growing at the budget (`Forest.has_room`) instead of at a guessed node count
 that is right for one game only.
 """
@@ -41,8 +41,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from klent.engine.games.base import Game, State
+from klent.engine.games.base import State
 from klent.engine.network import MASKED_LOGIT
+from klent.engine.search.state_memory import owned_bytes
 
 
 class TreeArrays(NamedTuple):
@@ -93,7 +94,6 @@ LEGAL_LOGIT_THRESHOLD = float(MASKED_LOGIT) / 2
 NODE_ROW_BYTES = sum(np.dtype(_DTYPES[name]).itemsize for name in _NODE_FIELDS) + 8  # + the state pointer
 EDGE_ROW_BYTES = sum(np.dtype(_DTYPES[name]).itemsize for name in _EDGE_FIELDS)
 MIN_GROWTH = 1 / 16  # near the budget the arrays still grow by this fraction, not row by row
-ALLOCATION_OVERHEAD = 16  # bytes the allocator adds to each object (header and rounding)
 
 
 class Forest:
@@ -435,55 +435,6 @@ class SearchTree:
             return self
         self.forest.keep_subtree(self.node)
         return SearchTree(self.forest, 0)
-
-
-def owned_bytes(state: State, parent: State | None) -> int:
-    """Bytes of the objects ``state`` holds that ``parent`` (the position it was played from)
-    does not hold too: what playing the move allocated, for chess about 7.2 KB (the legal mask
-    alone is 4.7 KB), for 9x9 Go about 1.2 KB.
-
-    Walks the state's attributes (slots and ``__dict__``) and what they contain, counting each
-    object once by ``sys.getsizeof`` (a numpy array that owns its data counts the data) plus
-    `ALLOCATION_OVERHEAD`; it skips the objects the parent also references, other states and
-    the game, so that shared history (a linked list of moves, an earlier board) is not counted
-    at every node.  Without the overhead it agrees with tracemalloc within 5 % for chess and
-    Go; with it, with the growth of the process's resident memory.
-    """
-    shared = {id(None), id(True), id(False)}
-    if parent is not None:
-        shared.update(id(value) for value in _attributes(parent))
-    total = sys.getsizeof(state) + ALLOCATION_OVERHEAD
-    pending = _attributes(state)
-    while pending:
-        item = pending.pop()
-        if id(item) in shared or isinstance(item, (State, Game, type)) or _cached_int(item):
-            continue
-        shared.add(id(item))
-        total += sys.getsizeof(item) + ALLOCATION_OVERHEAD
-        if isinstance(item, (tuple, list, set, frozenset)):
-            pending.extend(item)
-        elif isinstance(item, dict):
-            pending.extend(item.values())
-        elif not isinstance(item, (int, float, complex, str, bytes, np.ndarray)):
-            pending.extend(_attributes(item))
-    return total
-
-
-def _cached_int(item: object) -> bool:
-    """Whether ``item`` is one of the small ints CPython keeps one object of for good (side to
-    move, move numbers, passes): a state that holds one allocates nothing for it."""
-    return type(item) is int and -5 <= item <= 256
-
-
-def _attributes(item: object) -> list[object]:
-    """The values of ``item``'s instance attributes, from its ``__dict__`` and its slots."""
-    values = list(getattr(item, "__dict__", {}).values())
-    for cls in type(item).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__") and hasattr(item, name):
-                values.append(getattr(item, name))
-    return values
 
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:

@@ -20,7 +20,7 @@ import klent.engine.games
 from klent.engine.player import Decision, Player, PlayOptions
 from klent.engine.search import SearchLimits, search
 from klent.engine.search.gumbel import UniformEvaluator  # the tree depends on positions only
-from klent.engine.search.tree import owned_bytes
+from klent.engine.search.state_memory import owned_bytes
 from klent.protocols.gtp import GtpConfig, GtpEngine
 from klent.protocols.uci import UciEngine
 
@@ -48,7 +48,7 @@ def test_a_search_stops_growing_the_tree_at_its_memory(game_name: str) -> None:
     cap = 4 * MB
     player = Player(UniformEvaluator(game), PlayOptions(simulations=MANY, memory=cap), seed=0)
     decision = player.decide()
-    forest = player._tree.forest
+    forest = player._movers["search"].tree.forest
     assert 0 < decision.simulations < MANY
     assert 0.8 * cap <= forest.nbytes <= cap  # full, and not past the budget
     assert decision.move is not None and game.initial_state().legal_mask()[decision.action]
@@ -89,14 +89,14 @@ def test_tree_reuse_across_moves_stays_in_one_forest_within_the_budget() -> None
     cap = 3 * MB
     player = Player(UniformEvaluator(game), PlayOptions(simulations=MANY, memory=cap), seed=0)
     first = player.decide()
-    forest = player._tree.forest
+    forest = player._movers["search"].tree.forest
     assert first.simulations < MANY
     player.play(first.action)
-    inherited = player._reusable_tree()
+    inherited = player._movers["search"].reusable(player.actions)
     assert inherited is not None and inherited.visits > 1
     second = player.decide()
-    assert player._tree.forest is forest  # continued in place: never two trees
-    assert player._tree.visits == inherited.visits + second.simulations
+    assert player._movers["search"].tree.forest is forest  # continued in place: never two trees
+    assert player._movers["search"].tree.visits == inherited.visits + second.simulations
     assert 0 < second.simulations and forest.nbytes <= cap
     assert player.state.legal_mask()[second.action]
 
@@ -109,14 +109,14 @@ def test_uci_hash_sets_the_memory_of_the_tree(untrained_model) -> None:
                         f"go nodes {MANY}"):
             uci.handle(command)
         wait_for(lambda: any(line.startswith("bestmove") for line in out.lines()))
-        small = uci._player._tree.forest
+        small = uci._player._movers["search"].tree.forest
         assert small.max_bytes == 2 * MB and 0.7 * 2 * MB <= small.nbytes <= 2 * MB
         nodes = [int(m) for m in re.findall(r" nodes (\d+)", out.getvalue())]
         assert 0 < nodes[-1] < MANY
         uci.handle("setoption name Hash value 4")
         uci.handle(f"go nodes {MANY}")  # the same position: the tree grows on to the new size
         wait_for(lambda: sum(line.startswith("bestmove") for line in out.lines()) == 2)
-        large = uci._player._tree.forest
+        large = uci._player._movers["search"].tree.forest
         assert large.max_bytes == 4 * MB and 2 * MB < large.nbytes <= 4 * MB
     finally:
         uci.shutdown()
@@ -144,7 +144,7 @@ def test_gtp_analysis_ends_when_the_tree_holds_its_memory(untrained_model) -> No
         # Without input the analysis would run on: it ends by itself, with the tree full.
         assert finished.wait(30), "the analysis ran past the tree's memory"
         assert not gtp._input_ready.is_set()
-        tree = player._tree
+        tree = player._movers["search"].tree
         assert tree.forest.max_bytes == cap and 0.7 * cap <= tree.forest.nbytes <= cap
         last = [line for line in out.lines() if line.startswith("info")][-1]
         shown = sum(int(v) for v in re.findall(r"visits (\d+)", last))

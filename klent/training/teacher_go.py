@@ -1,0 +1,90 @@
+"""The Go teacher (GTP: GNU Go) and its labelled games.
+
+Go, with a GTP teacher (GNU Go): the first ``opening_plies`` moves are random (off the first
+line), then the teacher plays itself; every later position gets the teacher's
+``top_moves_black/white`` with its move values (points, GNU Go's scale), the teacher's move,
+and from the end of the game the result (``final_score``) and each point's final owner
+(``final_status_list``: territory, living and seki stones for their colour, dead stones for
+the captor), both from the view of the player to move.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from klent.engine.games.go import GoGame, GoState
+from klent.engine.player import Player
+from klent.matchplay.engine_process import EngineError, GtpFailure, GtpProcess
+from klent.matchplay.openings import off_the_edge
+from klent.protocols.go_text import score_points
+from klent.training.dagger import student_move, student_until
+from klent.training.shards import TEACHER_TIMEOUT, LabelConfig, LabelledGame, rules
+
+
+def play_labelled_go_game(
+    teacher: GtpProcess, config: LabelConfig, index: int, student: Player | None = None
+) -> LabelledGame:
+    """Go game ``index``: GNU Go (or another GTP engine with ``top_moves_black/white`` and
+    ``final_status_list``) against itself from ``opening_plies`` random moves off the first
+    line (and the ``student``'s plies, if the set has one), every later position labelled
+    with the teacher's top moves; then the final score and ownership as the teacher judges
+    them (dead stones removed)."""
+    game = rules(config.game)
+    assert isinstance(game, GoGame)
+    rng = np.random.default_rng([config.seed, index])
+    handover = student_until(config, rng, student)
+    record = LabelledGame(index, [], [], [], [], first_ply=handover)
+    state = game.initial_state()
+    teacher.send(f"boardsize {game.size}")
+    teacher.send("clear_board")
+    teacher.send(f"komi {game.komi:g}")
+    try:
+        teacher.send(f"set_random_seed {index}")
+    except GtpFailure:
+        pass  # an engine without it plays its own way
+    while not state.is_terminal and state.move_number < config.max_plies:
+        colour = "bw"[state.to_play]
+        if state.move_number < config.opening_plies:
+            inner = off_the_edge(state)
+            action = int(rng.choice(inner)) if inner else game.pass_action
+        elif student is not None and state.move_number < handover:
+            action = student_move(student, state)
+        else:
+            side = "black" if colour == "b" else "white"
+            listed = teacher.send(f"top_moves_{side}", timeout=TEACHER_TIMEOUT).split()
+            top = [(game.parse_vertex(v), float(x)) for v, x in zip(listed[::2], listed[1::2])]
+            legal = state.legal_mask()
+            top = [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
+            action = top[0][0] if top else game.pass_action
+            record.hashes.append(go_position_hash(state))
+            record.actions.append(np.array([a for a, _ in top] or [game.pass_action], dtype=np.int32))
+            record.values.append(np.array([x for _, x in top] or [0.0], dtype=np.float32))
+            record.teacher_moves.append(action)
+        vertex = game.vertex(action)
+        teacher.send(f"play {colour} {vertex}")
+        record.moves.append(vertex)
+        state = state.play(action)
+    score = teacher.send("final_score", timeout=TEACHER_TIMEOUT)
+    result = score_points(score)
+    if result is None:
+        raise EngineError(f"the teacher's final_score {score!r} is not a score")
+    record.result = result
+    owner = np.zeros(game.size * game.size, dtype=np.int8)
+    stones = state.board().reshape(-1)
+    for status in ("black_territory", "white_territory", "alive", "seki", "dead"):
+        for vertex in teacher.send(f"final_status_list {status}", timeout=TEACHER_TIMEOUT).split():
+            point = game.parse_vertex(vertex)
+            # territory: its colour; a living stone (seki too): its own; a dead stone: the captor's
+            owner[point] = {"black_territory": 1, "white_territory": -1, "dead": -stones[point]}.get(
+                status, stones[point])
+    record.ownership = owner
+    return record
+
+
+def go_position_hash(state: GoState) -> int:
+    """A hash of a Go position (stones, side to move, passes) that is the same in every process
+    (Python's ``hash`` of bytes is not), for deduplication across resumed runs."""
+    data = bytes([state.to_play, state.consecutive_passes]) + state.board().tobytes()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
