@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from klent.matchplay.opening_files import read_openings
     from klent.matchplay.records import MatchFolderError, load_results
     from klent.matchplay.results import dead_stones, distinct_games, format_result_line, score_margin
-    from klent.protocols.uci import uci_variant
+    from klent.protocols.uci_variants import uci_variant
 
     openings: tuple[str, ...] = ()
     if args.openings is not None:

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from klent.engine.files import write_text_atomically
     from klent.matchplay.openings import balanced_openings
-    from klent.protocols.uci import uci_variant
+    from klent.protocols.uci_variants import uci_variant
 
     if args.count < 1 or args.plies < 1:
         raise CommandError("--count and --plies must be at least 1")

@@ -27,7 +27,7 @@ from klent.matchplay.records import append_game, start_games, write_summary
 from klent.matchplay.results import GameResult, summarise
 from klent.matchplay.stats import MatchSummary
 from klent.matchplay.uci_arena import UciArena
-from klent.protocols.uci import uci_variant
+from klent.protocols.uci_variants import uci_variant
 
 
 def run_match(

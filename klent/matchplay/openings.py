@@ -35,8 +35,8 @@ from klent.engine.games.base import State
 from klent.engine.games.go import GoState
 from klent.matchplay.engine_process import GtpProcess, UciProcess
 from klent.protocols.go_text import score_points
-from klent.protocols.uci import uci_variant
 from klent.protocols.uci_value import line_score, open_uci, wdl_value
+from klent.protocols.uci_variants import uci_variant
 
 
 def off_the_edge(state: State) -> list[int]:

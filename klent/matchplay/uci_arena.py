@@ -28,7 +28,7 @@ from klent.matchplay.config import MatchConfig
 from klent.matchplay.engine_process import EngineError, EngineTimeout, UciProcess
 from klent.matchplay.opening_files import chess_opening
 from klent.matchplay.results import GameResult, game_digest
-from klent.protocols.uci import uci_variant
+from klent.protocols.uci_variants import uci_variant
 
 
 class UciArena(ProcessArena[UciProcess]):

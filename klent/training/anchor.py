@@ -45,7 +45,7 @@ from klent.matchplay.engine_process import EngineError, UciProcess
 from klent.matchplay.match import run_match
 from klent.matchplay.opening_files import read_openings
 from klent.matchplay.results import distinct_games
-from klent.protocols.uci import uci_variant
+from klent.protocols.uci_variants import uci_variant
 
 if TYPE_CHECKING:
     from klent.training.config import EvalConfig

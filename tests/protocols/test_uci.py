@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from klent.matchplay.results import game_digest
-from klent.protocols.uci import centipawns, wdl
+from klent.protocols.uci_info import centipawns, wdl
 
 START = chess.Board()
 

@@ -1,0 +1,80 @@
+"""The options `klent uci` declares in answer to ``uci``, and the reading of ``setoption`` values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from klent.engine.player import (
+    DEFAULT_MEMORY_MB,
+    PRECISIONS,
+    SYZYGY_MAX_PIECES,
+    default_syzygy_path,
+    default_threads,
+)
+from klent.protocols.uci_variants import UCI_VARIANTS
+
+MAX_SIMULATIONS = 10_000_000  # the largest Simulations setting
+
+Kind = Literal["check", "spin", "combo", "string"]
+
+
+@dataclass(frozen=True)
+class UciOption:
+    """One engine option as the ``uci`` command declares it."""
+
+    name: str
+    kind: Kind
+    default: bool | int | str
+    minimum: int = 0
+    maximum: int = 0
+    choices: tuple[str, ...] = ()
+
+    def declaration(self) -> str:
+        default = str(self.default).lower() if self.kind == "check" else str(self.default)
+        text = f"option name {self.name} type {self.kind} default {default or '<empty>'}"
+        if self.kind == "spin":
+            text += f" min {self.minimum} max {self.maximum}"
+        text += "".join(f" var {choice}" for choice in self.choices)
+        return text
+
+    def parse(self, text: str) -> bool | int | str:
+        """The value of ``setoption ... value <text>``; ValueError saying why it is refused."""
+        if self.kind == "string":
+            return "" if text == "<empty>" else text
+        if self.kind == "check":
+            if text.lower() not in ("true", "false"):
+                raise ValueError(f"{self.name} takes true or false, not {text!r}")
+            return text.lower() == "true"
+        if self.kind == "combo":
+            for choice in self.choices:
+                if choice.lower() == text.lower():
+                    return choice
+            raise ValueError(f"{self.name} takes one of {', '.join(self.choices)}, not {text!r}")
+        try:
+            number = int(text)
+        except ValueError:
+            raise ValueError(f"{self.name} takes an integer, not {text!r}") from None
+        if not self.minimum <= number <= self.maximum:
+            raise ValueError(f"{self.name} must be within {self.minimum}..{self.maximum}, not {number}")
+        return number
+
+
+def uci_options(model: str, precision: str = "float32") -> list[UciOption]:
+    """The options ``uci`` declares, with ``model`` as the default model file and ``precision``
+    the default precision (int8 plays the model's quantized sibling <stem>.int8.onnx)."""
+    return [
+        UciOption("ModelFile", "string", model),
+        UciOption("Precision", "combo", precision, choices=PRECISIONS),
+        UciOption("Threads", "spin", default_threads(), 1, 64),
+        UciOption("MultiPV", "spin", 1, 1, 256),
+        UciOption("Ponder", "check", False),
+        UciOption("UCI_ShowWDL", "check", False),
+        UciOption("Move Overhead", "spin", 100, 0, 10_000),
+        UciOption("SearchMode", "combo", "gumbel", choices=("gumbel", "reactive")),
+        UciOption("Simulations", "spin", 0, 0, MAX_SIMULATIONS),
+        UciOption("Hash", "spin", DEFAULT_MEMORY_MB, 1, 1 << 20),
+        UciOption("UCI_Variant", "combo", "chess", choices=tuple(UCI_VARIANTS)),
+        UciOption("SyzygyPath", "string", default_syzygy_path()),
+        UciOption("SyzygyProbeLimit", "spin", SYZYGY_MAX_PIECES, 0, SYZYGY_MAX_PIECES),
+    ]
