@@ -1,64 +1,13 @@
 """GTP (Go Text Protocol, version 2) engine: text commands in, `Player` calls, text out.
 
-GUIs (Sabaki, Lizzie, GoGui, KaTrain), opponents (GNU Go) and bridges (gtp2ogs, kgsGtp) drive
-the engine through `GtpEngine.run`; every command of GTP 2 is implemented plus the common
-extensions.  A bad command gets a ``? message`` reply and changes nothing.
-
-The rules, vertices, handicap layouts, scores and SGF records are the engine's
-(`klent.engine.games.go`, `klent.engine.games.sgf`); this module adds what a Go *program* decides on top
-of them.  Choices worth knowing (each one is what a serious engine does, simplified where said):
-
-* **Positions.**  The game is one `GoState`, whose line of play (start position and moves) is
-  what the `Player` searches and what ``printsgf`` writes; ``undo`` restores the state before
-  the last command that changed it.  GTP lets a controller play two stones of one colour in a
-  row, or continue after two passes (KGS cleanup); then the position is re-created as a set-up
-  position with that colour to move, so the superko history and the record before it are
-  forgotten (the rules have no way to express such a sequence).
-* **Resigning.**  After `resign_moves` consecutive own moves whose searched value gives a win
-  rate at or below `resign_threshold`, genmove answers ``resign`` (0 disables resigning; the
-  rule is the engine's `ResignTracker`, shared with the lichess bridge) -- unless the ownership
-  head's count with the game's komi (`Player.counted_lead`) has us ahead, as in a handicap game.
-* **Go's move rules.**  Passing only when passing cannot lose, no filling of our own eyes,
-  capturing dead stones before passing, and ``kgs-genmove_cleanup`` are the engine's
-  (`klent.engine.go_rules`), which the `Player` applies to every Go move, so GTP, HTTP and the web
-  page play by the same rules.  Dead stones are judged by the model's ownership head, unless
-  `GtpConfig.judge_dead_stones` is off (``--all-stones-alive``).  A pass that ends the game
-  with our win is never counted towards resigning.
-* **Time.**  `time_settings`, `kgs-time_settings` and `time_left` feed the engine's `GameClock`;
-  each move searches for the clock's budget (`klent.engine.timecontrol`, keeping ``margin`` seconds
-  of lag per move), capped by the configured simulations; a budget of 0 plays reactively.
-* **Scoring.**  `final_score` is the judged score (`klent.engine.player.Player.judged`) and
-  `final_status_list dead` the stones the ownership head calls dead; without that head, the
-  Tromp-Taylor area score with every stone counted alive (blind to dead stones, which is why
-  the engine captures them under cleanup), and no stone is dead.
-* **Analysis.**  ``lz-analyze`` / ``kata-analyze`` print an ``info`` line after each search of
-  an analysis (`klent.engine.player.Player.analyse`) until the next input line arrives.  Our search
-  is planned from its budget (Sequential Halving), so an analysis is successive searches on the
-  same tree (tree reuse makes each continue where the previous stopped), growing until one
-  takes about the command's interval, so that lines come at least that often; the visits shown
-  are the tree's, so they grow across searches.  The tree stops growing when it holds the
-  player's memory (`klent.engine.player.PlayOptions.memory`, ``klent gtp --memory``; about 4.2 KB
-  a 9x9 node) and the command then waits for input.  Analysis always
-  searches (also in reactive mode).  ``*-genmove_analyze`` runs the move's normal search and
-  prints its analysis once before ``play <move>``.  Fields: Leela Zero's winrate and prior in
-  1/10000; KataGo's as fractions with utility = the move's value in [-1, 1].  With
-  ``ownership true`` and a model with an ownership head, ``kata-analyze`` ends each line with
-  ``ownership`` and one value per point (row by row from the top left, +1 = the side to move's,
-  as KataGo reports it by default); a model without that head prints none.  No per-move
-  ``scoreMean``/``lcb`` fields: the score head values the position, not each move.
-* **TD search.**  In the modes "td" and "dyna2" (`klent.engine.search.td`) the engine plays without
-  a network, on any board size for TD search and on the sizes with permanent weights
-  (``go<N>-td.npz``) for Dyna-2; the transient memory is carried from move to move of a game
-  and forgotten at ``clear_board``.  A clock's budget is time for simulated games (out of time,
-  the move is chosen on what the memory already knows); dead stones are judged by simulated
-  games; the analysis commands need a network and answer an error.
+GUIs, opponents and bridges drive the engine through `GtpEngine.run`; a bad command gets a
+``? message`` reply and changes nothing.  What it supports and why it plays as it does
+(positions, resigning, Go's move rules, time, scoring, analysis, TD search): docs/gtp.md.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import queue
 import sys
 import threading
 from collections.abc import Callable
@@ -68,7 +17,7 @@ from typing import BinaryIO, TextIO
 
 from klent.engine.games.base import GameFormatError, IllegalMoveError
 from klent.engine.games.go import GoGame, GoState
-from klent.engine.games.sgf import read_sgf, result_text, write_sgf
+from klent.engine.games.sgf import result_text, write_sgf
 from klent.engine.player import (
     DEFAULT_WEIGHTS_DIR,
     TD_MODES,
@@ -81,26 +30,30 @@ from klent.engine.player import (
     PlayOptions,
     ResignTracker,
     go_board_sizes,
-    write_text_atomically,
 )
 from klent.protocols.go_text import board_text
+from klent.protocols.gtp_analysis import analysis_request, info_line
 from klent.protocols.gtp_clock import gtp_time_settings, kgs_time_settings
-from klent.protocols.gtp_wire import MAX_LINE, Command, GtpError, format_reply, gtp_float, gtp_int, parse, reply_head
+from klent.protocols.gtp_input import TOO_LONG, LineReader
+from klent.protocols.gtp_records import load_record, save_record
+from klent.protocols.gtp_wire import (
+    COLOUR_NAMES,
+    Command,
+    GtpError,
+    format_reply,
+    gtp_float,
+    gtp_int,
+    one_arg,
+    parse,
+    parse_colour,
+    reply_head,
+)
 
 log = logging.getLogger("klent.gtp")
 
 PROTOCOL_VERSION = "2"
 DEFAULT_SIZE = 19
 MAX_KOMI = 150.0  # |komi| accepted, as by the HTTP API
-DEFAULT_INTERVAL = 1.0  # seconds between analysis lines when the command gives none
-# The largest file `loadsgf` reads: the HTTP API's 200,000 characters of SGF, at up to 4 bytes a
-# character (a long 19x19 game with comments is tens of KB).  A larger one is refused unread.
-MAX_SGF_BYTES = 800_000
-_TOO_LONG = "\x00too-long"  # marks an input line cut at MAX_LINE by the reader thread
-
-# GTP colour = our player index (0 = Black moves first).
-COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
-COLOUR_NAMES = ("B", "W")
 
 
 @dataclass
@@ -125,15 +78,6 @@ class GtpConfig:
     # Dyna-2's permanent memory (mode "dyna2"); its board size is then the only one accepted.
     # None: weights_dir/go{N}-td.npz.
     td_weights: Path | None = None
-
-
-@dataclass(frozen=True)
-class _AnalysisRequest:
-    colour: int | None
-    interval: float  # seconds
-    min_moves: int
-    max_moves: int
-    ownership: bool = False
 
 
 class GtpEngine:
@@ -190,40 +134,11 @@ class GtpEngine:
 
     def run(self, stdin: BinaryIO) -> int:
         """Serve commands from ``stdin`` until ``quit`` or end of input; returns the exit status."""
-        lines: queue.Queue[str | None] = queue.Queue()
-        lock = threading.Lock()
-
-        def read() -> None:
-            # Reading stops after the last line (end of input or ``quit``): a thread still
-            # blocked on stdin would abort the interpreter's exit.
-            last = False
-            while not last:
-                raw = stdin.readline(MAX_LINE + 1)
-                text: str | None
-                if not raw:
-                    text, last = None, True
-                elif len(raw) > MAX_LINE and not raw.endswith(b"\n"):
-                    while (rest := stdin.readline(MAX_LINE)) and not rest.endswith(b"\n"):
-                        pass  # drop the rest of an over-long line
-                    text = raw[:64].decode("utf-8", "replace") + _TOO_LONG
-                else:
-                    text = raw.decode("utf-8", "replace")
-                    command = parse(text)
-                    last = command is not None and command.name == "quit"
-                with lock:
-                    lines.put(text)
-                    self._input_ready.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        while True:
-            line = lines.get()
-            with lock:
-                if lines.empty():
-                    self._input_ready.clear()
-            if line is None:
-                return 0
+        lines = LineReader(stdin, self._input_ready)
+        while (line := lines.get()) is not None:
             if self.handle_line(line) == "quit":
-                return 0
+                break
+        return 0
 
     def handle_line(self, line: str) -> str | None:
         """Answer one input line on ``self.out``; returns the command name (None if ignored).
@@ -234,8 +149,8 @@ class GtpEngine:
         command that fails after its ``=`` line has begun cannot turn into ``?``: its reply is
         ended with the empty line, and the error logged.
         """
-        if line.endswith(_TOO_LONG):
-            command = parse(line[: -len(_TOO_LONG)])
+        if line.endswith(TOO_LONG):
+            command = parse(line[: -len(TOO_LONG)])
             self._write(format_reply(command.id if command else "", "command line too long", ok=False))
             return ""
         command = parse(line)
@@ -342,12 +257,12 @@ class GtpEngine:
     # --- commands: administration and setup -----------------------------------------------
 
     def cmd_known_command(self, args: list[str]) -> str:
-        name = _one_arg(args).lower()
+        name = one_arg(args).lower()
         return "true" if name in self.handlers or name in self.streaming else "false"
 
     def cmd_boardsize(self, args: list[str]) -> str:
         try:
-            size = gtp_int(_one_arg(args))
+            size = gtp_int(one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
         if size not in self._sizes:
@@ -361,7 +276,7 @@ class GtpEngine:
 
     def cmd_komi(self, args: list[str]) -> str:
         try:
-            komi = gtp_float(_one_arg(args))
+            komi = gtp_float(one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
         if abs(komi) > MAX_KOMI:
@@ -375,7 +290,7 @@ class GtpEngine:
     def cmd_play(self, args: list[str]) -> str:
         if len(args) != 2:
             raise GtpError("syntax error")
-        colour = _colour(args[0])
+        colour = parse_colour(args[0])
         action = self._vertex(args[1])
         try:
             self._play(colour, action)
@@ -395,7 +310,7 @@ class GtpEngine:
         """``fixed_handicap`` and ``place_free_handicap``: the stones where ``layout`` puts them."""
         self._check_empty_board()
         try:
-            count = gtp_int(_one_arg(args))
+            count = gtp_int(one_arg(args))
         except ValueError:
             raise GtpError("syntax error") from None
         try:
@@ -447,7 +362,7 @@ class GtpEngine:
     def cmd_time_left(self, args: list[str]) -> str:
         if len(args) != 3:
             raise GtpError("syntax error")
-        colour = _colour(args[0])
+        colour = parse_colour(args[0])
         try:
             self.clock.time_left(colour, gtp_float(args[1]), gtp_int(args[2]))
         except ValueError:
@@ -457,7 +372,7 @@ class GtpEngine:
     # --- commands: moves ------------------------------------------------------------------
 
     def cmd_genmove(self, args: list[str], commit: bool, cleanup: bool = False) -> str:
-        colour = _colour(_one_arg(args))
+        colour = parse_colour(one_arg(args))
         _, action = self._choose(colour, cleanup=cleanup)
         return self._finish_move(colour, action, commit)
 
@@ -512,7 +427,7 @@ class GtpEngine:
     # --- commands: scoring and records ----------------------------------------------------
 
     def cmd_final_status_list(self, args: list[str]) -> str:
-        status = _one_arg(args).lower()
+        status = one_arg(args).lower()
         if status not in ("alive", "dead", "seki"):
             raise GtpError("syntax error")
         if status == "seki":
@@ -527,16 +442,7 @@ class GtpEngine:
             move_number = gtp_int(args[1]) if len(args) == 2 else None
         except ValueError:
             raise GtpError("syntax error") from None
-        if os.path.exists(args[0]) and not os.path.isfile(args[0]):  # a fifo or /dev/zero: no end
-            raise GtpError("cannot load file (not a regular file)")
-        try:
-            with open(args[0], "rb") as file:
-                data = file.read(MAX_SGF_BYTES + 1)
-            if len(data) > MAX_SGF_BYTES:
-                raise GtpError(f"cannot load file (larger than {MAX_SGF_BYTES} bytes)")
-            record = read_sgf(data)
-        except (OSError, GameFormatError) as error:
-            raise GtpError(f"cannot load file ({error})") from None
+        record = load_record(args[0])
         if record.game.size not in self._sizes:
             raise GtpError("cannot load file (unacceptable size)")
         # "loadsgf file n": the position before move n is played, i.e. after n - 1 moves.
@@ -550,17 +456,13 @@ class GtpEngine:
         text = write_sgf(self.state)
         if not args:
             return text
-        path = _writable_file(args[0])
-        try:
-            write_text_atomically(path, text)
-        except OSError as error:
-            raise GtpError(f"cannot write {args[0]} ({error.strerror or error})") from None
+        save_record(args[0], text)
         return ""
 
     # --- analysis -------------------------------------------------------------------------
 
     def stream_analyze(self, cid: str, args: list[str], style: str) -> None:
-        request = self._analysis_request(args)
+        request = analysis_request(args)
         state = self.state if request.colour is None else self._line_for(request.colour)
         if state.is_terminal:
             raise GtpError("the game is over")
@@ -571,7 +473,7 @@ class GtpEngine:
         options = replace(self.options, mode="search", gumbel_scale=0.0, top_moves=self.game.num_actions)
 
         def update(decision: Decision) -> bool:
-            self._write(self._info_line(decision, style, request, player) + "\n")
+            self._write(info_line(decision, style, request, player) + "\n")
             return True
 
         if not self._input_ready.is_set():
@@ -583,106 +485,11 @@ class GtpEngine:
         self._write("\n")
 
     def stream_genmove_analyze(self, cid: str, args: list[str], style: str) -> None:
-        request = self._analysis_request(args)
+        request = analysis_request(args)
         if request.colour is None:
             raise GtpError("syntax error (missing colour)")
         self.player(self.state)  # load the model before the reply starts: a failure is then `? ...`
         self._begin_stream(cid)
         decision, action = self._choose(request.colour, analysed=True)
-        self._write(self._info_line(decision, style, request, self.player(self.state)) + "\n")
+        self._write(info_line(decision, style, request, self.player(self.state)) + "\n")
         self._write(f"play {self._finish_move(request.colour, action, commit=True)}\n\n")
-
-    def _analysis_request(self, args: list[str]) -> _AnalysisRequest:
-        """``[colour] [interval] [key value]...`` as Leela Zero and KataGo accept them."""
-        colour, interval, min_moves, max_moves, ownership = None, DEFAULT_INTERVAL, 0, 0, False
-        words = list(args)
-        if words and words[0].lower() in COLOURS:
-            colour = COLOURS[words.pop(0).lower()]
-        if words and words[0].isascii() and words[0].isdigit():
-            try:
-                interval = gtp_int(words.pop(0)) / 100.0
-            except ValueError:
-                raise GtpError("syntax error (bad interval)") from None
-        while words:
-            key = words.pop(0).lower()
-            if not words:
-                raise GtpError(f"syntax error (no value for {key!r})")
-            value = words.pop(0)
-            try:
-                if key == "interval":
-                    interval = gtp_int(value) / 100.0
-                elif key == "minmoves":
-                    min_moves = gtp_int(value)
-                elif key == "maxmoves":
-                    max_moves = gtp_int(value)
-                elif key in ("ownership", "ownershipstdev", "pvvisits", "movesownership", "rootinfo", "pvedgevisits"):
-                    if value.lower() not in ("true", "false"):
-                        raise ValueError(value)
-                    if key == "ownership":
-                        ownership = value.lower() == "true"
-                else:
-                    raise GtpError(f"unsupported analysis option {key!r}")
-            except ValueError:
-                raise GtpError(f"syntax error (bad value for {key!r})") from None
-        if interval <= 0:
-            interval = DEFAULT_INTERVAL
-        return _AnalysisRequest(colour, max(0.05, interval), max(0, min_moves), max(0, max_moves), ownership)
-
-    def _info_line(self, decision: Decision, style: str, request: _AnalysisRequest, player: Player) -> str:
-        """The candidate moves of a decision as one ``info move ...`` line (and KataGo's
-        ``ownership`` field when asked for and the model has the head)."""
-        # Most visited in the tree first; among equal counts the facade's order (its preference).
-        moves = sorted(decision.top_moves, key=lambda m: -m.visits)
-        visited = [m for m in moves if m.visits > 0]
-        shown = moves[: max(len(visited), request.min_moves, 1)]
-        if request.max_moves:
-            shown = shown[: request.max_moves]
-        parts = []
-        for order, m in enumerate(shown):
-            pv = " ".join(m.pv)
-            if style == "lz":
-                parts.append(
-                    f"info move {m.move} visits {m.visits} winrate {round(10000 * m.winrate)} "
-                    f"prior {round(10000 * m.prior)} order {order} pv {pv}"
-                )
-            else:
-                parts.append(
-                    f"info move {m.move} visits {m.visits} utility {m.q:.6f} winrate {m.winrate:.6f} "
-                    f"prior {m.prior:.6f} order {order} pv {pv}"
-                )
-        if style != "lz" and request.ownership:
-            ownership = player.ownership()
-            if ownership is not None:
-                parts.append("ownership " + " ".join(f"{v:.6f}" for v in ownership.owner.ravel()))
-        return " ".join(parts)
-
-
-def _one_arg(args: list[str]) -> str:
-    if len(args) != 1:
-        raise GtpError("syntax error")
-    return args[0]
-
-
-def _colour(text: str) -> int:
-    colour = COLOURS.get(text.lower())
-    if colour is None:
-        raise GtpError("invalid color")
-    return colour
-
-
-def _writable_file(name: str) -> str:
-    """The file ``printsgf name`` may write: an existing regular file (links followed) or a new
-    one in an existing folder.
-
-    The record replaces its target atomically, which would as readily replace a folder entry for
-    a device or a fifo, or create missing folders; a controller naming such a path made a
-    mistake, so it gets an error and the path is left as it was.
-    """
-    path = os.path.realpath(name)
-    # os.path's tests answer False where Path's raise (a name too long, a folder we may not read).
-    if os.path.lexists(path) and not os.path.isfile(path):
-        raise GtpError(f"cannot write {name} (not a regular file)")
-    if not os.path.isdir(os.path.dirname(path)):
-        raise GtpError(f"cannot write {name} (no such folder)")
-    return path
-

@@ -21,6 +21,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 _INT = re.compile(r"[0-9]+")
 
+# GTP colour = our player index (0 = Black moves first).
+COLOURS = {"b": 0, "black": 0, "w": 1, "white": 1}
+COLOUR_NAMES = ("B", "W")
+
 
 @dataclass(frozen=True)
 class Command:
@@ -94,3 +98,18 @@ def gtp_int(text: str) -> int:
     if _INT.fullmatch(text) and len(digits) <= len(str(MAX_INT)) and (value := int(digits)) <= MAX_INT:
         return value
     raise ValueError(f"not an unsigned integer up to {MAX_INT}: {text[:20]!r}")
+
+
+def one_arg(args: list[str]) -> str:
+    """The single argument of a command that takes one."""
+    if len(args) != 1:
+        raise GtpError("syntax error")
+    return args[0]
+
+
+def parse_colour(text: str) -> int:
+    """A GTP colour ("b", "white", ...) as our player index."""
+    index = COLOURS.get(text.lower())
+    if index is None:
+        raise GtpError("invalid color")
+    return index

@@ -1,27 +1,9 @@
 """The HTTP/JSON API and the web page (FastAPI).
 
-Every request that asks the engine something plays in a worker thread with a fresh
-`klent.engine.player.Player` (cheap: players of a game share one evaluator), so requests never share
-a position.  All players of a game evaluate through one `klent.server.batching.BatchingEvaluator`,
-which merges the network calls of concurrent requests into one batch.
-
-Safety: a request body larger than ``max_body_bytes`` gets 413, and one that does not arrive
-within ``read_timeout`` seconds gets 408; a request over the simulation or time cap, a
-malformed position or an illegal move gets 422 with a one-line ``detail``.  Searches and cheap
-requests (reactive moves, analyses without search, positions) take their worker threads from
-separate lanes (`klent.server.admission`): when ``max_searches`` searches, or ``max_concurrency``
-cheap requests, are already being answered, the next one of that kind gets 503 at once (with
-``Retry-After``) instead of waiting in an unbounded queue, and the search of a client that
-disconnects is called off (TD search's modes are searches too; a request has no game to carry
-their transient memory across, so each learns from scratch).  With API keys configured
-(``KLENT_API_KEYS``, comma-separated), /v1 answers only requests carrying one (``Authorization:
-Bearer <key>`` or ``X-API-Key``).  Every search also runs under a time cap, so a graceful
-shutdown (uvicorn waits for requests in flight) ends in bounded time.
-
-A model that fails to load, or fails its warm-up search, is not served: its game gets 503 with
-the reason while the other games are served (`klent.server.models`).  A served model that fails
-on a request's position (ONNX Runtime raises, or its outputs are not finite) fails that request
-alone, with 500 and a one-line ``detail``.
+Every request that asks the engine something plays in a worker thread with a fresh `Player`
+(players of a game share one `klent.server.batching.BatchingEvaluator`, which merges the network
+calls of concurrent requests into one batch), so requests never share a position.  The routes,
+their JSON, errors and limits: docs/http.md.
 """
 
 from __future__ import annotations
@@ -63,6 +45,7 @@ from klent.protocols.katago_query import (
 from klent.server import metrics as metrics_module
 from klent.server.admission import Lane, stop_on_disconnect
 from klent.server.batching import EvaluatorClosedError
+from klent.server.guard import RequestGuard
 from klent.server.models import ModelRegistry, ServedModel
 from klent.server.positions import PositionError, describe, parse_position, result_text
 from klent.server.schemas import (
@@ -124,78 +107,6 @@ class ServerConfig:
             raise ValueError("max concurrency and max searches must be at least 1")
 
 
-class _BodyTooLarge(HTTPException):
-    def __init__(self, limit: int) -> None:
-        super().__init__(413, f"request body larger than {limit} bytes")
-
-
-class _BodyTooSlow(HTTPException):
-    def __init__(self, seconds: float) -> None:
-        super().__init__(408, f"request body not received within {seconds:g} s", headers={"Connection": "close"})
-
-
-class _Guard:
-    """ASGI middleware: body size and read-time limits and request metrics, around everything
-    else.  (The headers' read timeout is the connection's: `klent.server.connections`.)"""
-
-    def __init__(
-        self, app: Any, max_body_bytes: int, read_timeout: float, metrics: metrics_module.ServerMetrics
-    ) -> None:
-        self.app = app
-        self.limit = max_body_bytes
-        self.read_timeout = read_timeout
-        self.metrics = metrics
-
-    async def __call__(self, scope: dict[str, Any], receive: Callable, send: Callable) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        body_deadline = time.monotonic() + self.read_timeout
-        body_complete = False
-        status = 500
-        received = 0
-
-        async def send_counting(message: dict[str, Any]) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        async def receive_limited() -> dict[str, Any]:
-            nonlocal received, body_complete
-            if body_complete:  # what follows the body is the disconnect, whenever it comes
-                return await receive()
-            try:
-                with anyio.fail_after(max(0.0, body_deadline - time.monotonic())):
-                    message = await receive()
-            except TimeoutError:
-                raise _BodyTooSlow(self.read_timeout) from None
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:  # chunked bodies have no Content-Length to check
-                    raise _BodyTooLarge(self.limit)
-                body_complete = not message.get("more_body", False)
-            return message
-
-        try:
-            with self.metrics.in_flight.track_inprogress():
-                length = dict(scope["headers"]).get(b"content-length")
-                if length is not None and not length.isdigit():
-                    response = JSONResponse({"detail": "invalid Content-Length header"}, 400)
-                    await response(scope, receive, send_counting)
-                elif length is not None and int(length) > self.limit:
-                    response = JSONResponse({"detail": f"request body larger than {self.limit} bytes"}, 413)
-                    await response(scope, receive, send_counting)
-                else:
-                    await self.app(scope, receive_limited, send_counting)
-        finally:
-            route = scope.get("route")
-            label = getattr(route, "path", "unmatched")
-            self.metrics.requests.labels(method=scope["method"], route=label, status=str(status)).inc()
-            self.metrics.latency.labels(route=label).observe(time.perf_counter() - start)
-
-
 def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> FastAPI:
     """The application.  Models are loaded here (errors surface before serving starts)."""
     metrics = metrics_module.ServerMetrics()
@@ -229,7 +140,7 @@ def create_app(config: ServerConfig, registry: ModelRegistry | None = None) -> F
     app.state.service = service
     app.state.metrics = metrics
     app.add_middleware(
-        _Guard, max_body_bytes=config.max_body_bytes, read_timeout=config.read_timeout, metrics=metrics
+        RequestGuard, max_body_bytes=config.max_body_bytes, read_timeout=config.read_timeout, metrics=metrics
     )
 
     @app.exception_handler(RequestValidationError)

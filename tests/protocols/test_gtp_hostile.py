@@ -14,7 +14,8 @@ import broken_models
 import pytest
 
 from klent.matchplay.engine_process import GtpFailure, GtpProcess
-from klent.protocols.gtp import MAX_SGF_BYTES, GtpConfig, GtpEngine
+from klent.protocols.gtp import GtpConfig, GtpEngine
+from klent.protocols.gtp_records import MAX_SGF_BYTES
 from klent.protocols.gtp_wire import GtpError
 
 DIGITS = "1" * 4301  # one past int()'s 4,300-digit limit
