@@ -7,14 +7,12 @@ is only ``...`` stands for any number of lines.
 
 from __future__ import annotations
 
-import queue
 import re
-import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
+from uci_driver import RawEngine
 
 from klent.engine.player import DEFAULT_WEIGHTS_DIR
 
@@ -47,36 +45,15 @@ def pattern(shown: str) -> re.Pattern[str]:
     return re.compile(".*".join(re.escape(part) for part in shown.split("...")))
 
 
-class Engine:
-    """`klent uci` as a subprocess, its output lines in a queue."""
+class Engine(RawEngine):
+    """`klent uci` with the shipped chess model, read against the manual's replies."""
 
     def __init__(self) -> None:
         model = Path(DEFAULT_WEIGHTS_DIR) / "chess.onnx"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "klent", "uci", "--model", str(model)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-        self.lines.put(None)
-
-    def send(self, line: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
+        super().__init__([sys.executable, "-m", "klent", "uci", "--model", str(model)])
 
     def line(self, seen: list[str]) -> str:
-        try:
-            line = self.lines.get(timeout=REPLY_SECONDS)
-        except queue.Empty:
-            raise AssertionError(f"no reply within {REPLY_SECONDS} s after {seen}") from None
-        if line is None:
-            raise AssertionError(f"the engine exited after {seen}")
+        line = self.until(lambda _: True, REPLY_SECONDS)[0]
         seen.append(line)
         return line
 
@@ -92,10 +69,6 @@ class Engine:
             while not wanted.fullmatch(self.line(seen)):
                 assert skipping, f"expected {text!r}, got {seen[-1]!r}; replies: {seen}"
             skipping = False
-
-    def close(self) -> None:
-        self.send("quit")
-        self.process.wait(timeout=30)
 
 
 def test_the_manual_has_the_examples() -> None:

@@ -82,8 +82,10 @@ def test_games_choose_the_encoder_a_model_names() -> None:
     v2 = go.with_encoder(2)
     assert v2.encoder_version == 2 and v2.observation_shape == (23, 9, 9) and v2.komi == go.komi
     assert go.with_encoder(1) is go and v2.with_komi(6.5).encoder_version == 2
+    v3 = go.with_encoder(3)
+    assert v3.encoder_version == 3 and v3.observation_shape == (24, 9, 9)
     with pytest.raises(ValueError, match="versions"):
-        go.with_encoder(3)
+        go.with_encoder(4)
     with pytest.raises(ValueError, match="encodes chess with version 1 only"):
         games.get("chess").with_encoder(2)
     with pytest.raises(ValueError, match="encoder version"):
