@@ -20,6 +20,7 @@ BENCHMARKS = {
     "chess_regret": "value a chess model's moves give away by play setting (teacher labels, or a match's blunders)",
     "tree_memory": "search-tree bytes per node and process RSS growth against a memory budget (chess, go9)",
     "teacher_cost": "a Go teacher's CPU seconds per labelled position, by board size and level",
+    "analysis_speed": "visits/s of klent analysis (KataGo's protocol) beside klent gtp's kata-analyze",
     "endings": "tablebase endings against Stockfish: KRvKR draws kept, KQvK/KRvK/KPvK wins mated",
 }
 
