@@ -42,6 +42,7 @@ from klent.engine.games import go_kernels as gk
 from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from klent.engine.search import td_features as tf
 from klent.engine.search import td_kernels as tk
+from klent.engine.search import td_traces as tt
 
 WEIGHTS_FORMAT = "klent-td-weights"
 WEIGHTS_VERSION = 1  # bump when the weight layout of `td_kernels.shape_maps` changes
@@ -265,7 +266,7 @@ class Features:
         if permanent:
             index, sign, _ = tf.shape_maps(size, enumerated, permanent.shapes, permanent.sharing)
             self.fixed = tk.fixed_values(index, sign, permanent.theta)
-        self.traces = tk.new_traces(count)
+        self.traces = tt.new_traces(count)
 
     def codes(self, board: np.ndarray) -> np.ndarray:
         codes = np.empty(self.geometry.count, dtype=np.int32)
@@ -299,7 +300,7 @@ class Features:
         board, seen, position_hash, passes = _position(state)
         nbr, zob, diag = gk.board_tables(game.size)
         g = self.geometry
-        depth = tk.trace_depth(config.lam, config.trace_cutoff, game.max_moves)
+        depth = tt.trace_depth(config.lam, config.trace_cutoff, game.max_moves)
         reward, moves = tk.simulate(
             board, seen, position_hash, 1 if state.to_play == 0 else -1, passes, first_cdf, state.move_number,
             game.max_moves, game.komi, nbr, zob, diag, g.base, g.point_windows, g.point_powers,

@@ -16,6 +16,7 @@ from klent.engine.games import go_kernels as gk
 from klent.engine.games.go import GoGame
 from klent.engine.search import td_features as tf
 from klent.engine.search import td_kernels as tk
+from klent.engine.search import td_traces as tt
 from klent.engine.search.td import Features, ShapeWeights, TdConfig, TdSearch
 from klent.training.td_learning import train
 
@@ -132,23 +133,23 @@ def test_ntd2_update_matches_a_hand_computation():
     # alpha 0.5 and lambda 0.4:
     #   logit(s2) = 0.25 - 0.2 - 0.1 + 0.0 = -0.05, delta = 1 - sigmoid(-0.05) = 0.5124974
     #   theta += alpha * delta * (phi(s2) / 3 + lambda * phi(s0) / 2), s1 untouched.
-    traces = tk.new_traces(5)
+    traces = tt.new_traces(5)
     states = [([0, 1], [1, 1]), ([4], [1]), ([1, 2, 3], [1, -1, 1])]
     arrays = [(np.array(i, dtype=np.int32), np.array(s, dtype=np.int8)) for i, s in states]
     for t, (index, sign) in enumerate(arrays):
-        tk.trace_add(t % 2, t, index, sign, len(index), 0.4, traces)
+        tt.trace_add(t % 2, t, index, sign, len(index), 0.4, traces)
     theta = np.array([0.5, -0.2, 0.1, 0.0, 0.3])
     index, sign = arrays[2]
-    delta = tk.ntd2_update(2, 1.0, index, sign, 3, 0.25, theta, 0.5, 2, traces)
+    delta = tt.ntd2_update(2, 1.0, index, sign, 3, 0.25, theta, 0.5, 2, traces)
     assert delta == pytest.approx(0.5124973965)
     assert theta == pytest.approx([0.5512497396, -0.0633340276, 0.0145837673, 0.0854162327, 0.3])
     # With a horizon of no earlier ply, weight 0 (only in s0) leaves the trace; weight 1,
     # refreshed by s2, keeps its whole trace 1/3 + 0.4/2.  Zero weights: delta = 1 - 0.5.
     again = np.zeros(5)
-    assert tk.ntd2_update(2, 1.0, index, sign, 3, 0.0, again, 0.5, 0, traces) == 0.5
+    assert tt.ntd2_update(2, 1.0, index, sign, 3, 0.0, again, 0.5, 0, traces) == 0.5
     assert again == pytest.approx([0.0, 0.25 * (1 / 3 + 0.2), -0.25 / 3, 0.25 / 3, 0.0])
-    tk.trace_clear(0, traces)
-    tk.trace_clear(1, traces)
+    tt.trace_clear(0, traces)
+    tt.trace_clear(1, traces)
     assert not (traces[0].any() or traces[1].any() or traces[3].any())
 
 
@@ -159,10 +160,10 @@ def test_alpha_one_moves_the_logit_by_the_td_error():
     index = np.zeros(features.geometry.count, dtype=np.int32)
     sign = np.zeros(features.geometry.count, dtype=np.int8)
     count = tk._record(codes, features.geometry.base, features.index, features.sign, index, sign)
-    traces = tk.new_traces(features.theta.shape[0])
-    tk.trace_add(0, 0, index, sign, count, 0.0, traces)
+    traces = tt.new_traces(features.theta.shape[0])
+    tt.trace_add(0, 0, index, sign, count, 0.0, traces)
     before = features.logit(flat)
-    delta = tk.ntd2_update(0, 0.8, index, sign, count, 0.0, features.theta, 1.0, 0, traces)
+    delta = tt.ntd2_update(0, 0.8, index, sign, count, 0.0, features.theta, 1.0, 0, traces)
     assert delta == pytest.approx(0.3)
     assert features.logit(flat) - before == pytest.approx(delta)
 
