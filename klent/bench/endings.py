@@ -1,6 +1,6 @@
 """Tablebase endings held against Stockfish: `klent bench endings`.
 
-Issue #51's goal for the Syzygy tables: klent keeps the draw of a level KRvKR (it must not
+The goal for the Syzygy tables: klent keeps the draw of a level KRvKR (it must not
 lose) and converts the wins of KQvK, KRvK and KPvK to mate.  For each ending, ``--games``
 games from as many random legal placements of its material (seeded: the same placements every
 run), each one the tables hold as that result for klent's side (a win that the fifty-move rule

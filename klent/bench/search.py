@@ -3,11 +3,11 @@
 Prints, in one run and on the same model (best of ``--rounds`` interleaved rounds): (a) ONNX
 Runtime positions/s at batch 1, 16, 64 and 256 on pre-encoded observations; (b) simulations/s of
 one game's Gumbel search at n = 200; (c) simulations/s of 64 games searched together.  The
-targets (issue 3) are b >= 50% of a at batch 16 and c >= 85% of a at batch 64: the search may
+targets are b >= 50% of a at batch 16 and c >= 85% of a at batch 64: the search may
 cost at most 15% on top of the network when it can batch.
 
 ``--compare A.onnx B.onnx`` measures two models of one game side by side in one run (float32
-against int8, issue 23): the same positions, rounds alternating between them, and B/A for
+against int8): the same positions, rounds alternating between them, and B/A for
 every figure.  ``--devices cpu cuda`` does the same for one model on two devices (ONNX
 Runtime execution providers: the GPU against the CPU on one machine); the header line says
 which providers each session really runs on, since a GPU provider that cannot start falls
@@ -133,7 +133,7 @@ def _measure(
 
 def _report(args: argparse.Namespace, best: list[dict[str, float]]) -> None:
     """The table: one column per model, and B/A when there are two; then (b) and (c) as
-    shares of (a), against the targets of issue 3."""
+    shares of (a), against the targets."""
     names = "AB"[: len(best)]
     print()
     header = "".join(f"{name:>10}" for name in names) + ("       B/A" if len(best) == 2 else "")

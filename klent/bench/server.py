@@ -6,7 +6,7 @@ and once evaluating one network call at a time (``--max-batch 1``), sends move r
 latency of each side by side.  ``--mode reactive`` (the default) asks one network call per
 request; target: batching gives >= 5x the throughput (set for a GPU).  ``--mode search`` asks
 ``--simulations`` (default 200) Gumbel simulations per request, each search's network calls
-merged with the others' by the batcher; target (issue 23, on a CPU): >= 1.6x.  No errors in
+merged with the others' by the batcher; target (on a CPU): >= 1.6x.  No errors in
 either.
 
     klent bench server [--mode reactive|search] [--simulations 200] [--clients 32] [--duration 10]

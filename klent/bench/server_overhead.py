@@ -1,6 +1,6 @@
 """The server's own work per reactive request: what a `/v1/<game>/move` costs beyond the network.
 
-Issue #23 asks for the time a reactive request spends outside the network (HTTP, JSON, the
+It measures the time a reactive request spends outside the network (HTTP, JSON, the
 position's replay, the encoding, the batcher's hand-off, the decision) to be cut to half of
 what it was.  Wall-clock latency on a shared 2-core machine mixes that work with the client's
 and with other jobs, so this measures CPU time instead: `klent serve` runs as its own process

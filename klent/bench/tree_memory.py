@@ -1,4 +1,4 @@
-"""Memory of the search tree per node, and whether a memory budget holds (issue 24, defect 6).
+"""Memory of the search tree per node, and whether a memory budget holds.
 
 For each game, a `Player` given a tree budget of ``--memory`` MB (`PlayOptions.memory`: UCI
 ``Hash``, GTP ``--memory``) analyses the initial position (`Player.analyse`: successive searches

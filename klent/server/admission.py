@@ -4,7 +4,7 @@ Requests that ask the engine something run in worker threads, and each thread is
 search holds its slot for up to ``--max-time`` seconds while a reactive move, an analysis
 without search or a position holds it for milliseconds, so the two kinds take their slots from
 separate lanes (`Lane`): searches that fill their lane get 503 without taking anything from
-the cheap requests (issue 24: 64 long searches answered 503 to every request for 30 s).  A
+the cheap requests (once, 64 long searches answered 503 to every request for 30 s).  A
 lane answers 503 at once when it is full, instead of queueing without bound.
 
 A client that disconnects no longer waits for its answer, so its search is called off:

@@ -3,7 +3,7 @@
 uvicorn closes a keep-alive connection that stays idle ``timeout_keep_alive`` seconds after a
 response, but it never times out a connection before a request's headers are complete: one
 that is opened and sends nothing, or sends its headers a byte at a time, stays open for ever,
-holding a socket and memory (issue 24: 350 idle connections stayed open for more than 30 s).
+holding a socket and memory (once, 350 idle connections stayed open for more than 30 s).
 `ReadTimeoutProtocol` closes a connection that has not completed a request's headers
 ``read_timeout`` seconds after it opened or after its previous response.  The body's read
 timeout is the app's (`klent.server.app`), which answers 408.

@@ -489,7 +489,7 @@ def searches_working(server) -> float:
 
 
 def test_abandoned_searches_are_called_off_and_never_lock_out_the_api(live_server):
-    """Issue 24: 64 searches whose clients leave after 1 s made every endpoint answer 503 for
+    """64 searches whose clients leave after 1 s made every endpoint answer 503 for
     the next 30 s.  Now a reactive move is answered at once, and the searches stop."""
     search = post_text("/v1/go9/move", {"simulations": 1_000_000, "time": 30})
     connections = [raw_request(live_server, search) for _ in range(64)]
@@ -512,7 +512,7 @@ def test_abandoned_searches_are_called_off_and_never_lock_out_the_api(live_serve
 
 
 def test_idle_and_slow_connections_are_closed(live_server):
-    """Issue 24: idle connections stayed open for more than 30 s.  A connection must send a
+    """Idle connections once stayed open for more than 30 s.  A connection must send a
     request's headers within the read timeout, and then its body within it again (408)."""
     idle = [raw_request(live_server, "") for _ in range(50)]
     partial = raw_request(live_server, "POST /v1/go9/move HTTP/1.1\r\nHost: te")
