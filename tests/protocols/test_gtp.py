@@ -508,3 +508,31 @@ def test_klent_gtp_time_lifts_the_default_simulation_cap() -> None:
     assert _simulations(None, 1.0) is None
     assert _simulations(800, 1.0) == 800
     assert _simulations(50, None) == 50
+
+
+@pytest.mark.parametrize("size", [9, 13, 19])
+def test_the_shipped_weights_play_every_board_size_with_handicap(size: int) -> None:
+    """`klent gtp` with no --model: 9x9, 13x13 and 19x19 each accepted and played, a handicap
+    game set up as GUIs send it (komi 0.5, fixed handicap stones, White to move)."""
+    process = GtpProcess([sys.executable, "-m", "klent", "gtp", "--simulations", "8", "--seed", "1"])
+    try:
+        process.send(f"boardsize {size}")
+        process.send("clear_board")
+        process.send("komi 0.5")
+        handicap = process.send("fixed_handicap 4").split()
+        assert len(handicap) == 4 and len(set(handicap)) == 4
+        move = process.send("genmove w")
+        assert move != "resign" and (move == "pass" or move.upper() not in handicap)
+        assert process.send("genmove b") not in ("resign",)
+        assert len(stones(process)) >= 5
+    finally:
+        process.close()
+
+
+def test_a_size_without_shipped_weights_is_unacceptable() -> None:
+    process = GtpProcess([sys.executable, "-m", "klent", "gtp"])
+    try:
+        assert failure(process, "boardsize 7") == "unacceptable size"
+        assert process.send("boardsize 19") == ""
+    finally:
+        process.close()
