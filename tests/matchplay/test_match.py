@@ -119,7 +119,7 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     out = tmp_path / "match"
     completed = subprocess.run(
         [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", gnugo, "--game", "go9",
-         "--games", "2", "--max-moves", "160", "--referee", f"{gnugo_path} --mode gtp --chinese-rules",
+         "--games", "2", "--max-moves", "160", "--referee", f"{gnugo_path} --mode gtp --chinese-rules --level 1",
          "--time-per-move", "5", "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )
@@ -147,7 +147,7 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
         expected = None if winner_colour is None else (g["first"] if winner_colour == 0 else 1 - g["first"])
         assert g["winner"] == expected
         # The dead stones counted per engine are the referee's, on the final board.
-        referee = GtpProcess([gnugo_path, "--mode", "gtp", "--chinese-rules"])
+        referee = GtpProcess([gnugo_path, "--mode", "gtp", "--chinese-rules", "--level", "1"])
         try:
             referee.send("boardsize 9")
             for number, action in enumerate(record.moves):
@@ -314,22 +314,12 @@ def test_generated_variant_openings_are_judged_by_fairy_stockfish(tmp_path, fair
 
 
 def test_a_19x19_game_against_gnugo_is_legal_and_scored(gnugo_path, tmp_path) -> None:
-    """A board-heads model plays 19x19 through `klent gtp` against GNU Go, the referee scoring."""
-    import torch
-
-    from klent.engine.games.go import GoGame
-    from klent.training.export import export_onnx
-    from klent.training.nets import NetConfig, build_net
-
-    torch.manual_seed(0)
-    game = GoGame(19, encoder=3)
-    net = build_net(game, NetConfig(blocks=1, channels=8, heads="board", board_sizes=(13, 19))).eval()
-    export_onnx(net, game, tmp_path / "go19.onnx")
-    ours = f"{sys.executable} -m klent gtp --model {tmp_path / 'go19.onnx'} --mode reactive --resign-threshold 0"
+    """The shipped 19x19 model (board heads) plays through `klent gtp` against GNU Go, the referee scoring."""
+    ours = f"{sys.executable} -m klent gtp --mode reactive --resign-threshold 0"
     out = tmp_path / "match"
     completed = subprocess.run(
         [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", f"{gnugo_path} --mode gtp --level 0",
-         "--game", "go19", "--games", "1", "--max-moves", "40", "--referee",
+         "--game", "go19", "--games", "1", "--max-moves", "30", "--referee",
          f"{gnugo_path} --mode gtp --chinese-rules --level 0", "--time-per-move", "5", "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )

@@ -100,19 +100,11 @@ def test_territory_shading_from_the_ownership_head(page, ownership_model, tmp_pa
 
 
 def test_a_19x19_game_with_the_territory_overlay(page, tmp_path, artifacts_dir):
-    """A Go model with board heads serves 19x19: the page draws the big board, plays on it and
-    shades the ownership head's territory over all of it."""
-    import torch
+    """The shipped Go model with board heads serves 19x19: the page draws the big board, plays on
+    it and shades the ownership head's territory over all of it."""
+    from klent.engine.player import DEFAULT_WEIGHTS_DIR
 
-    from klent.engine.games.go import GoGame
-    from klent.training.export import export_onnx
-    from klent.training.nets import NetConfig, build_net
-
-    torch.manual_seed(0)
-    game = GoGame(19, encoder=3)
-    model = build_net(game, NetConfig(blocks=1, channels=8, heads="board", ownership_head=True, score_head=True,
-                                      board_sizes=(13, 19))).eval()
-    export_onnx(model, game, tmp_path / "go19.onnx")
+    shutil.copy(DEFAULT_WEIGHTS_DIR / "go19.onnx", tmp_path / "go19.onnx")
     with running_server(tmp_path) as process:
         page.goto(process.url + "/")
         page.wait_for_selector("#status:has-text('Your move')")

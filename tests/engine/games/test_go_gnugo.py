@@ -237,7 +237,7 @@ def check_final_score(
     return True
 
 
-@pytest.mark.parametrize(("size", "games"), [(9, 200), (19, 20)])
+@pytest.mark.parametrize(("size", "games"), [(9, 200), (19, 12)])
 def test_random_games_match_gnugo(gnugo: Gtp, size: int, games: int) -> None:
     game = GoGame(size, komi=KOMI, max_moves=10 * size * size)  # a cap random games never reach
     rng = np.random.default_rng(size)
@@ -254,7 +254,7 @@ def test_random_games_match_gnugo(gnugo: Gtp, size: int, games: int) -> None:
         f"(GNU Go allows); {frozen} endings frozen by superko; {scored} final scores compared"
     )
     assert moves > games * size * size // 2  # real games, not early double passes
-    assert scored >= games // 4  # the score comparison really ran (200 games: 184; 20 games: 8)
+    assert scored >= games // 4  # the score comparison really ran (200 games: 184 scored)
 
 
 @pytest.mark.parametrize("size", [7, 8, 9, 12, 13, 19])
