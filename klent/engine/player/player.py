@@ -195,7 +195,7 @@ class Player:
     def counted_lead(self) -> float | None:
         """The points the side to move leads by when the game ends as the ownership head
         predicts it (each point counted for its predicted owner), with this game's komi; None
-        without an ownership or outside Go.  The network's values do not see the komi (handicap
+        without an ownership head or outside Go.  The network's values do not see the komi (handicap
         games are played at komi 0.5, the models were trained at 7.5); this count does."""
         state = self._state
         if not isinstance(state, GoState):
