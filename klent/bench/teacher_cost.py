@@ -26,9 +26,10 @@ import numpy as np
 
 from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame
 from klent.matchplay.engine_process import GtpProcess, find_program
+from klent.matchplay.openings import off_the_edge
+from klent.training.teacher_go import FINAL_STATUSES
 
-END_OF_GAME = ("final_score", *(f"final_status_list {s}" for s in
-                                ("black_territory", "white_territory", "alive", "seki", "dead")))
+END_OF_GAME = ("final_score", *(f"final_status_list {status}" for status in FINAL_STATUSES))
 
 
 def cpu_seconds(pid: int) -> float:
@@ -52,8 +53,8 @@ def measure(teacher: str, size: int, level: int, moves: int, seed: int) -> dict[
             if state.is_terminal:
                 break
             colour = "bw"[state.to_play]
-            if ply < 6:  # the labeller's opening: random moves
-                action = int(rng.choice(np.flatnonzero(state.legal_mask()[:-1])))
+            if ply < 6:  # the labeller's opening: random moves off the first line
+                action = int(rng.choice(off_the_edge(state)))
             else:
                 before = cpu_seconds(pid)
                 listed = engine.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=600.0).split()

@@ -22,6 +22,9 @@ from klent.protocols.go_text import score_points
 from klent.training.dagger import student_move, student_until
 from klent.training.shards import TEACHER_TIMEOUT, LabelConfig, LabelledGame, rules
 
+# The `final_status_list` classes whose points make a game's final ownership, asked at its end.
+FINAL_STATUSES = ("black_territory", "white_territory", "alive", "seki", "dead")
+
 
 def play_labelled_go_game(
     teacher: GtpProcess, config: LabelConfig, index: int, student: Player | None = None
@@ -73,7 +76,7 @@ def play_labelled_go_game(
     record.result = result
     owner = np.zeros(game.size * game.size, dtype=np.int8)
     stones = state.board().reshape(-1)
-    for status in ("black_territory", "white_territory", "alive", "seki", "dead"):
+    for status in FINAL_STATUSES:
         for vertex in teacher.send(f"final_status_list {status}", timeout=TEACHER_TIMEOUT).split():
             point = game.parse_vertex(vertex)
             # territory: its colour; a living stone (seki too): its own; a dead stone: the captor's
