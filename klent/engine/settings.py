@@ -29,6 +29,8 @@ import pydantic
 from pydantic import AllowInfNan, ConfigDict, Strict, TypeAdapter, ValidationError
 from typing_extensions import dataclass_transform
 
+from klent.engine.files import read_bounded
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # Python 3.10
@@ -80,11 +82,7 @@ def read_toml(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise FileNotFoundError(f"no config file {str(path)!r}")
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise ValueError(f"{path}: larger than {MAX_BYTES} bytes, not a settings file")
-        return tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(read_bounded(path, MAX_BYTES).decode("utf-8"))
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise ValueError(f"{path}: not a settings file (nested too deeply)") from None
     except UnicodeDecodeError as error:

@@ -6,8 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import klent.engine.games
+from klent.engine.files import read_text
 from klent.engine.games.base import GameFormatError, IllegalMoveError, State
 from klent.engine.games.chess import ChessGame, ChessState
+
+# The largest openings file read: ours are a few KB, and a PGN opening book of tens of
+# thousands of games (tens of MB) still fits.
+MAX_OPENINGS_BYTES = 64 << 20
 
 
 def read_openings(path: str | Path, game: str) -> tuple[str, ...]:
@@ -16,9 +21,10 @@ def read_openings(path: str | Path, game: str) -> tuple[str, ...]:
     Chess: an EPD/FEN line, optionally followed by ``moves`` and UCI moves (``FEN moves e2e4
     e7e5``), or a PGN file of games whose moves are the openings.  Go: a line of moves in GTP
     vertices, Black first (``C3 G7 pass``).  Blank lines and lines starting with ``#`` are
-    skipped.  Raises ValueError naming the first bad line.
+    skipped.  Raises ValueError naming the first bad line, or the file if it is larger than
+    `MAX_OPENINGS_BYTES`.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path, MAX_OPENINGS_BYTES)
     if game == "chess" and str(path).lower().endswith(".pgn"):
         return _pgn_openings(text, path)
     openings = []

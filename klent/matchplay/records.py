@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from klent.engine.files import write_text_atomically
+from klent.engine.files import parse_json, read_json, read_text, write_text_atomically
 from klent.matchplay.config import MatchConfig
 from klent.matchplay.results import (
     GameResult,
@@ -34,6 +34,12 @@ GAMES = "games.jsonl"
 SUMMARY = "summary.json"
 # What may differ between the folders of one row played in parts: the rest of their settings is equal.
 PART_FIELDS = ("games", "out", "openings", "first_opening")
+# The largest games.jsonl read: a line is about 300 bytes (under 1 KB with a long chess opening),
+# so a match of 10,000 games is a few MB and this is room for 200,000.
+MAX_GAMES_BYTES = 64 << 20
+# The largest summary.json read: a real one is 2 KB, a few MB with per-opening scores of
+# 10,000 openings.
+MAX_SUMMARY_BYTES = 16 << 20
 
 
 class MatchFolderError(ValueError):
@@ -82,13 +88,15 @@ def read_results(folder: Path) -> list[GameResult]:
     """A match folder's finished games, in the order they finished."""
     path = folder / GAMES
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text(path, MAX_GAMES_BYTES).splitlines()
     except OSError as error:
         raise MatchFolderError(f"{folder}: not a klent match folder: no readable {GAMES} ({error})") from None
+    except ValueError as error:
+        raise MatchFolderError(str(error)) from None
     results = []
     for number, line in enumerate(lines, start=1):
         try:
-            results.append(GameResult(**json.loads(line)))
+            results.append(GameResult(**parse_json(line)))
         except (ValueError, TypeError) as error:
             raise MatchFolderError(f"{path} line {number} is not a game result: {error}") from None
     return results
@@ -100,11 +108,14 @@ def recorded_config(folder: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))["config"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        summary = read_json(path, MAX_SUMMARY_BYTES)
+    except OSError as error:
         raise MatchFolderError(f"{path} is not a match summary ({error})") from None
+    except ValueError as error:
+        raise MatchFolderError(str(error)) from None
+    config = summary.get("config") if isinstance(summary, dict) else None
     if not isinstance(config, dict):
-        raise MatchFolderError(f"{path} is not a match summary")
+        raise MatchFolderError(f"{path} is not a match summary (no config)")
     return config
 
 

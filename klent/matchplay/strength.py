@@ -12,17 +12,22 @@ gives the points of matches whose folders are gone.
 from __future__ import annotations
 
 import csv
+import io
 import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from klent.engine.files import read_text
 from klent.matchplay.records import MatchFolderError, group_rows, read_results, recorded_config
 from klent.matchplay.results import distinct_games, summarise
 from klent.matchplay.stats import MatchSummary
 
 TABLE_COLUMNS = ("player", "simulations", "wins", "losses", "draws", "distinct")
+# The largest results table read: a row per match of about 50 bytes (the real one, 1.3 KB for
+# 26 rows), so this is room for 20,000 matches.
+MAX_TABLE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -80,19 +85,20 @@ def table_points(path: Path) -> list[StrengthPoint]:
     source ignored): rows whose folders are gone, kept as counts beside their RESULTS entry."""
     points = []
     try:
-        with path.open(encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in TABLE_COLUMNS if c not in (reader.fieldnames or [])]
-            if missing:
-                raise ValueError(f"{path}: a results table needs the columns {', '.join(missing)}")
-            for line, row in enumerate(reader, start=2):
-                try:
-                    wins, losses, draws, distinct, count = (
-                        int(row[c]) for c in ("wins", "losses", "draws", "distinct", "simulations"))
-                except (ValueError, TypeError) as error:  # TypeError: a short row's missing value
-                    raise ValueError(f"{path}:{line}: {error}") from None
-                points.append(StrengthPoint.of(row["player"], count, MatchSummary.from_counts(wins, losses, draws),
-                                               distinct, 0))
+        reader = csv.DictReader(io.StringIO(read_text(path, MAX_TABLE_BYTES), newline=""))
+        missing = [c for c in TABLE_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: a results table needs the columns {', '.join(missing)}")
+        for line, row in enumerate(reader, start=2):
+            try:
+                wins, losses, draws, distinct, count = (
+                    int(row[c]) for c in ("wins", "losses", "draws", "distinct", "simulations"))
+            except (ValueError, TypeError) as error:  # TypeError: a short row's missing value
+                raise ValueError(f"{path}:{line}: {error}") from None
+            points.append(StrengthPoint.of(row["player"], count, MatchSummary.from_counts(wins, losses, draws),
+                                           distinct, 0))
     except OSError as error:
         raise ValueError(f"{path}: {error.strerror}") from None
+    except csv.Error as error:  # a field longer than csv's limit, a NUL byte
+        raise ValueError(f"{path}: not a CSV table ({error})") from None
     return points

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from klent.engine.games.base import GameFormatError
+from klent.engine.files import read_bounded
 from klent.engine.games.sgf import GoRecord, read_sgf
 from klent.engine.player import write_text_atomically
 from klent.protocols.gtp_wire import GtpError
@@ -20,12 +20,8 @@ def load_record(name: str) -> GoRecord:
     if os.path.exists(name) and not os.path.isfile(name):  # a fifo or /dev/zero: no end
         raise GtpError("cannot load file (not a regular file)")
     try:
-        with open(name, "rb") as file:
-            data = file.read(MAX_SGF_BYTES + 1)
-        if len(data) > MAX_SGF_BYTES:
-            raise GtpError(f"cannot load file (larger than {MAX_SGF_BYTES} bytes)")
-        return read_sgf(data)
-    except (OSError, GameFormatError) as error:
+        return read_sgf(read_bounded(name, MAX_SGF_BYTES))
+    except (OSError, ValueError) as error:  # ValueError: too large, or a `GameFormatError`
         raise GtpError(f"cannot load file ({error})") from None
 
 

@@ -18,13 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from klent.engine.files import write_text_atomically
+from klent.engine.files import parse_json, read_text, write_text_atomically
 from klent.engine.games.base import Game, State
 from klent.engine.network import Evaluator
 from klent.matchplay.stats import MatchSummary
 
 # An agent picks one action for each of a batch of states (one network call for all of them).
 Agent = Callable[[Sequence[State]], np.ndarray]
+# The largest metrics log read: a line per iteration of about 500 bytes (a chess run's 272
+# iterations: 122 KB), so this is room for 500,000 iterations.
+MAX_METRICS_BYTES = 256 << 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -42,14 +45,14 @@ def append_metrics(path: str | Path, record: dict) -> None:
 
 
 def read_metrics(path: str | Path) -> list[dict]:
-    """All complete records of a log; a torn last line (a killed writer) is ignored."""
+    """All complete records of a log; a torn line (a killed writer) is ignored, as is any other
+    line that is not JSON, and a log larger than `MAX_METRICS_BYTES` is a ValueError."""
     records = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    for line in read_text(path, MAX_METRICS_BYTES).splitlines():
+        try:
+            records.append(parse_json(line))
+        except ValueError:
+            continue
     return records
 
 

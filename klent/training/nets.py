@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 import klent.engine.games
-from klent.engine.files import atomic_target
+from klent.engine.files import atomic_target, check_size
 from klent.engine.games.base import Game
 from klent.engine.network import ModelMismatchError
 from klent.training.heads import (
@@ -56,6 +56,10 @@ HEADS = ("fc", "conv", "board")
 
 # Keys of a checkpoint that `save_checkpoint` owns; everything else is the caller's.
 _RESERVED_KEYS = frozenset({"model", "net_config", "game", "encoder_version"})
+# The largest checkpoint read, as a file and inflated: a chess run's checkpoint.pt (the 6x64 net,
+# optimiser and all) is 7 MB, so a net a hundred times its size would still fit.  Listing a zip's
+# members to sum them costs about 600 bytes each: a file of this size that is all index, GBs.
+MAX_CHECKPOINT_BYTES = 1 << 30
 
 # Exact types (numpy scalars subclass float but do not load with weights_only=True).
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
@@ -311,15 +315,20 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
     """Read a checkpoint written by `save_checkpoint`.
 
     Raises FileNotFoundError for a missing file, `CheckpointError` for a file that is not a
-    klent checkpoint, and `ModelMismatchError` when the game's encoder has changed since the
+    klent checkpoint (one larger than `MAX_CHECKPOINT_BYTES`, whole or inflated, refused before
+    torch reads it), and `ModelMismatchError` when the game's encoder has changed since the
     checkpoint was trained (its observations would be misread).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no checkpoint file {str(path)!r}")
     try:
+        check_size(path, MAX_CHECKPOINT_BYTES)
+    except ValueError as error:
+        raise CheckpointError(str(error)) from None
+    try:
         payload = torch.load(path, map_location=device, weights_only=True)
-    except Exception as error:  # torch raises many types for a corrupt file
+    except Exception as error:  # torch raises many types for a corrupt file, RecursionError too
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         if reason.startswith("Weights only load failed"):
             reason = "it holds objects other than tensors and plain values"
@@ -341,7 +350,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu") -> Che
     model = build_net(game, config).to(device)
     try:
         model.load_state_dict(payload["model"])
-    except RuntimeError as error:
+    except (RuntimeError, TypeError) as error:  # TypeError: "model" is no dict
         first_line = str(error).splitlines()[0]
         raise CheckpointError(f"{path}: weights do not fit the network ({first_line})") from None
     extra = {k: v for k, v in payload.items() if k not in _RESERVED_KEYS}

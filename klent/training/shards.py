@@ -23,13 +23,20 @@ from pathlib import Path
 import numpy as np
 
 import klent.engine.games
-from klent.engine.files import atomic_target, write_text_atomically
+from klent.engine.files import atomic_target, read_json, read_npz, write_text_atomically
 from klent.engine.games.chess import ChessGame
 from klent.engine.games.go import GoGame
 
 MANIFEST = "manifest.json"
 FORMAT = 1  # shard layout version, in the manifest
 VALUE_SCALES = ("wdl", "cp")  # chess labels' scales: the teacher's W - L, or its centipawns squashed
+# The largest manifest read: about 25 bytes a shard, so 40,000 shards (a real set has tens to
+# hundreds; go13-l1's manifest of 22 is 1.2 KB).
+MAX_MANIFEST_BYTES = 1 << 20
+# The largest shard read, as a file and inflated: a shard of 20 games is about 2 MB inflated
+# (go19-l1: 4,500 19x19 positions with ownership; a chess shard is of the same order), so this
+# leaves room for 30 times the default games_per_shard.
+MAX_SHARD_BYTES = 64 << 20
 
 
 # Seconds the teacher has for any one answer: the search of one position (depth 6: about 25 ms)
@@ -129,9 +136,10 @@ class Manifest:
         path = folder / MANIFEST
         if not path.is_file():
             return None
+        fields = read_json(path, MAX_MANIFEST_BYTES)
         try:
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
-        except (ValueError, TypeError) as error:
+            return cls(**fields)
+        except TypeError as error:
             raise ValueError(f"{path} is not a labelling manifest: {error}") from None
 
     def write(self, folder: Path) -> None:
@@ -206,8 +214,9 @@ def write_shard(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def read_shard(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as data:
-        return {name: data[name] for name in data.files}
+    """The arrays of a shard `write_shard` wrote; ValueError naming the file for anything else
+    (larger than `MAX_SHARD_BYTES`, a zip bomb, an array declared larger than its member)."""
+    return read_npz(path, MAX_SHARD_BYTES, "a labelled shard")
 
 
 def shard_paths(folder: Path) -> list[Path]:

@@ -111,3 +111,20 @@ def test_a_results_table_gives_the_points_of_matches_whose_folders_are_gone(
     assert err[0].endswith("rows.csv: a results table needs the columns losses, draws, distinct")
     assert "rows.csv:2: invalid literal for int()" in err[1] and "rows.csv:2: int() argument must be" in err[2]
     assert "gone.csv: No such file or directory" in err[3]
+
+
+def test_a_results_table_too_large_or_with_a_field_past_csvs_limit_is_one_line_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field longer than csv's 131,072 characters was a csv.Error traceback."""
+    from klent.matchplay import strength
+
+    table = tmp_path / "rows.csv"
+    table.write_text("player,simulations,wins,losses,draws,distinct\nTD,1000,12,88,0,100\n", encoding="utf-8")
+    assert [p.simulations for p in strength.table_points(table)] == [1000]
+    monkeypatch.setattr(strength, "MAX_TABLE_BYTES", 50)
+    with pytest.raises(ValueError, match=f"^{table}: larger than 50 bytes$"):
+        strength.table_points(table)
+    monkeypatch.undo()
+    table.write_text("player,simulations,wins,losses,draws,distinct\n\"" + "x" * 200_000 + "\",1,1,1,1,1\n")
+    with pytest.raises(ValueError, match=f"^{table}: not a CSV table .field larger than field limit"):
+        strength.table_points(table)

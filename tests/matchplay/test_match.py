@@ -246,6 +246,20 @@ def test_openings_are_each_played_with_both_colours(tmp_path, stockfish_path, gn
     assert refused.returncode == 2 and "line 1" in refused.stderr and "Traceback" not in refused.stderr
 
 
+def test_an_openings_file_too_large_or_not_text_is_refused_naming_it(tmp_path, monkeypatch) -> None:
+    from klent.matchplay import opening_files
+
+    path = tmp_path / "go.txt"
+    path.write_text("E5 C3\n" * 100)
+    assert len(opening_files.read_openings(path, "go9")) == 100
+    monkeypatch.setattr(opening_files, "MAX_OPENINGS_BYTES", 599)
+    with pytest.raises(ValueError, match=f"^{path}: larger than 599 bytes$"):
+        opening_files.read_openings(path, "go9")
+    path.write_bytes(b"E5 C3 \xff\n")
+    with pytest.raises(ValueError, match=f"^{path}: not UTF-8 text"):
+        opening_files.read_openings(path, "go9")
+
+
 def test_a_first_opening_shifts_every_games_opening_and_must_be_one_of_the_file(tmp_path) -> None:
     config = MatchConfig(engines=("a", "b"), games=8, openings=("A", "B", "C"), first_opening=2)
     assert [config.opening(i) for i in range(6)] == [(2, "C"), (2, "C"), (0, "A"), (0, "A"), (1, "B"), (1, "B")]

@@ -112,7 +112,7 @@ def test_loadsgf_refuses_a_file_larger_than_a_record_unread(gtp: GtpProcess, tmp
     with big.open("wb") as file:
         file.write(b"(;FF[4]SZ[9];B[ee])")
         file.truncate(1 << 30)  # sparse: nothing on the disk
-    with pytest.raises(GtpFailure, match=f"cannot load file .larger than {MAX_SGF_BYTES} bytes"):
+    with pytest.raises(GtpFailure, match=f"cannot load file .{big}: larger than {MAX_SGF_BYTES} bytes"):
         gtp.send(f"loadsgf {big}", timeout=10)
     just = tmp_path / "just.sgf"
     just.write_bytes(b"(;FF[4]SZ[9]C[" + b"x" * (MAX_SGF_BYTES - 100) + b"];B[ee])")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ import torch
 import klent.engine.games as games
 from klent.engine.games.countup import CountUpGame
 from klent.engine.network import MASKED_LOGIT, ModelMismatchError
+from klent.training import nets
 from klent.training.nets import (
     CheckpointError,
     NetConfig,
@@ -168,6 +170,43 @@ def test_bad_checkpoints_give_clear_errors(tmp_path: Path) -> None:
     torch.save({"weights": 1}, tmp_path / "foreign.pt")
     with pytest.raises(CheckpointError, match="not a klent checkpoint"):
         load_checkpoint(tmp_path / "foreign.pt")
+
+
+def test_a_checkpoint_too_large_a_zip_bomb_or_nested_deeply_is_refused_naming_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.load inflated a deflated member whole, whatever its size: here 16 MiB of padding
+    after a checkpoint's pickle, deflated to 16 KB; and a "model" that is no dict was a TypeError."""
+    game = games.get("countup")
+    config = NetConfig(blocks=1, channels=8)
+    good = tmp_path / "good.pt"
+    save_checkpoint(good, build_net(game, config), game, config)
+
+    def rewritten(name: str, pickle: bytes | None = None) -> Path:
+        """``good`` with its pickle replaced by ``pickle`` (or padded to 16 MiB), deflated."""
+        path = tmp_path / name
+        with zipfile.ZipFile(good) as source, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+            for member in source.namelist():
+                data = source.read(member)
+                if member.endswith("/data.pkl"):
+                    data = data + bytes(16 << 20) if pickle is None else pickle
+                out.writestr(member, data)
+        return path
+
+    bomb = rewritten("bomb.pt")
+    assert bomb.stat().st_size < 100_000
+    monkeypatch.setattr(nets, "MAX_CHECKPOINT_BYTES", 1 << 20)
+    with pytest.raises(CheckpointError, match=f"^{bomb}: its members inflate to .* bytes, more than 1048576$"):
+        load_checkpoint(bomb)
+    monkeypatch.setattr(nets, "MAX_CHECKPOINT_BYTES", 1000)
+    with pytest.raises(CheckpointError, match=f"^{good}: larger than 1000 bytes$"):
+        load_checkpoint(good)
+    monkeypatch.undo()
+    nested = rewritten("nested.pt", b"\x80\x02" + b"]" * 100_000 + b"a" * 99_999 + b".")  # lists 100,000 deep
+    with pytest.raises(CheckpointError, match=f"^{nested}: not a klent checkpoint"):
+        load_checkpoint(nested)
+    torch.save({**torch.load(good, weights_only=True), "model": []}, tmp_path / "list.pt")
+    with pytest.raises(CheckpointError, match="list.pt: weights do not fit the network .Expected state_dict to be"):
+        load_checkpoint(tmp_path / "list.pt")
 
 
 def test_checkpoint_of_an_older_encoder_is_refused(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from klent.engine.files import atomic_target
+from klent.engine.files import atomic_target, parse_json, read_npz_member
 from klent.engine.games import go_kernels as gk
 from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame, GoState
 from klent.engine.search import td_features as tf
@@ -47,6 +47,7 @@ from klent.engine.search import td_traces as tt
 WEIGHTS_FORMAT = "klent-td-weights"
 WEIGHTS_VERSION = 1  # bump when the weight layout of `td_kernels.shape_maps` changes
 MAX_HEADER_CHARS = 1 << 16  # of a weights file's JSON header (a real one: a few hundred)
+WEIGHTS_KIND = "a TD weights file"  # what its errors call a weights file
 _NONE = np.zeros(0)  # no distribution of the simulations' first move: epsilon-greedy
 Stop = Callable[[], bool] | threading.Event
 
@@ -157,24 +158,23 @@ class ShapeWeights:
         """
         try:
             with zipfile.ZipFile(path) as archive:
-                text = _read_npy(archive, "header", lambda shape, dtype: shape == () and dtype.kind == "U"
-                                 and dtype.itemsize <= 4 * MAX_HEADER_CHARS)
-                header = json.loads(str(text[()]))
+                text = read_npz_member(archive, "header", WEIGHTS_KIND, lambda shape, dtype: shape == ()
+                                       and dtype.kind == "U" and dtype.itemsize <= 4 * MAX_HEADER_CHARS)
+                header = parse_json(str(text[()]))
                 found = (header.get("format"), header.get("version")) if isinstance(header, dict) else header
                 if found != (WEIGHTS_FORMAT, WEIGHTS_VERSION):
                     raise ValueError(f"TD weights format {found!r}, this klent reads {WEIGHTS_FORMAT!r} "
                                      f"version {WEIGHTS_VERSION}")
                 layout = _layout(header)
                 count = cls.weight_count(*layout)
-                theta = _read_npy(archive, "theta", lambda shape, dtype: shape == (count,) and dtype == np.float64)
+                theta = read_npz_member(archive, "theta", WEIGHTS_KIND,
+                                        lambda shape, dtype: shape == (count,) and dtype == np.float64)
             info = dict(header.get("info", {}))
-        except RecursionError:  # json's parser, on a header nested deeper than it goes
-            raise ValueError(f"{path}: not a TD weights file (its header is nested too deeply)") from None
         except (OSError, KeyError, TypeError, ValueError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{path}: not a TD weights file ({error})") from None
+            raise ValueError(f"{path}: not {WEIGHTS_KIND} ({error})") from None
         if not np.all(np.isfinite(theta)):
             raise ValueError(f"{path}: TD weights are not all finite")
-        return cls(*layout, theta.copy(), info)
+        return cls(*layout, theta, info)
 
 
 def _layout(header: dict[str, Any]) -> tuple[int, tuple[int, ...], tuple[str, ...]]:
@@ -188,25 +188,6 @@ def _layout(header: dict[str, Any]) -> tuple[int, tuple[int, ...], tuple[str, ..
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"bad TD weights header ({error!r})") from None
     return size, shapes, sharing
-
-
-def _read_npy(archive: zipfile.ZipFile, name: str, fits: Callable[[tuple[int, ...], np.dtype], bool]) -> np.ndarray:
-    """The array ``name`` of an ``.npz`` archive, read only if the shape and dtype its header
-    declares ``fits``, and then exactly its declared bytes, never more (a member may inflate
-    past what it declares)."""
-    with archive.open(f"{name}.npy") as member:
-        version = np.lib.format.read_magic(member)
-        read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-        if version not in read_header:
-            raise ValueError(f"{name}: .npy format version {version}")
-        shape, fortran, dtype = read_header[version](member)
-        if fortran or dtype.hasobject or not fits(shape, dtype):
-            raise ValueError(f"{name}: a {dtype} array of shape {shape} is not what a TD weights file holds")
-        size = dtype.itemsize * int(np.prod(shape))
-        data = member.read(size + 1)
-    if len(data) != size:
-        raise ValueError(f"{name}: {len(data)} bytes of data where its header declares {size}")
-    return np.frombuffer(data, dtype=dtype).reshape(shape)
 
 
 @dataclass(frozen=True, eq=False)
