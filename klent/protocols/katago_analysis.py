@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import math
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -59,6 +60,7 @@ from klent.protocols.katago_query import (
 )
 
 MAX_LINE = 4 * 2**20  # bytes of one query line; a longer line is an error
+MAX_NESTING = 64  # levels of arrays and objects in a query (KataGo's queries have 4)
 KATAGO_VERSION = "1.15.3"  # the analysis protocol's version klent answers to (query_version)
 
 
@@ -141,17 +143,21 @@ class AnalysisEngine:
         if not line.strip():
             return
         try:
-            raw = json.loads(line)
+            raw = decode_line(line)
         except (ValueError, RecursionError) as error:
             self._write(error_line(f"could not parse the query as JSON: {str(error)[:200]}"))
             return
         try:
+            if _too_deep(raw):
+                raise QueryError(f"query nested deeper than {MAX_NESTING} levels")
             if isinstance(raw, dict) and "action" in raw:
                 self._action(raw)
             else:
                 self._enqueue(parse_query(raw, self._sizes, self.config.max_visits))
         except QueryError as error:
             self._write(error_line(str(error), error.field, query_id(raw)))
+        except Exception as error:  # a bug must not end the engine: the query gets an error line
+            self._write(_internal_error(error, query_id(raw)))
 
     def _write(self, answer: dict[str, Any]) -> None:
         """One answer as one line of JSON, flushed."""
@@ -193,8 +199,7 @@ class AnalysisEngine:
                     players[size] = Player(self._networks[size], self.config.options, seed=self.config.seed)
                 final = analyse_turn(players[size], turn, self._write, self.config.options)
             except Exception as error:  # a bug must not end the engine: the query gets an error line
-                final = error_line(f"internal error: {type(error).__name__}: {error}", id=turn.query.id)
-                print(f"klent analysis: internal error on query {turn.query.id!r}: {error!r}", file=sys.stderr)
+                final = _internal_error(error, turn.query.id)
             self._write(final)
             with self._changed:
                 self._running.remove(turn)
@@ -261,3 +266,49 @@ def _lines(stdin: BinaryIO) -> Iterator[str | None]:
             yield None
         else:
             yield raw.decode("utf-8", "replace")
+
+
+def decode_line(line: str) -> Any:
+    """The JSON value of a query line, read as KataGo reads it: NaN, Infinity and numbers past a
+    double's range are refused (ValueError), as is nesting past the reader's recursion
+    (RecursionError)."""
+    return json.loads(line, parse_constant=_not_json, parse_float=_finite, parse_int=_finite_int)
+
+
+def _internal_error(error: Exception, id: str | None) -> dict[str, Any]:
+    """The error line of a bug met answering query ``id``, which is also logged on stderr."""
+    print(f"klent analysis: internal error on query {id!r}: {error!r}", file=sys.stderr)
+    return error_line(f"internal error: {type(error).__name__}: {error}", id=id)
+
+
+def _not_json(constant: str) -> Any:
+    """Refuses NaN and Infinity, which Python's JSON reader takes and KataGo's does not."""
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number that a double holds: KataGo's reader refuses 1e400 (or an integer of 400
+    digits), which Python's reads as inf (no answer can echo it) or as an int no float holds."""
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"number out of range: {text[:20]!r}")
+    return number
+
+
+def _finite_int(text: str) -> int:
+    """A JSON integer within a double's range (`_finite`)."""
+    _finite(text)
+    return int(text)
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether arrays and objects nest deeper than `MAX_NESTING` in ``value``.  The JSON reader
+    takes about 1,000 levels, which an action's echo, written from deeper in the call stack,
+    cannot; walked level by level, without recursion."""
+    level = [value]
+    for _ in range(MAX_NESTING + 1):
+        level = [child for item in level if isinstance(item, (list, dict))
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return False
+    return True

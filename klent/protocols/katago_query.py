@@ -214,9 +214,13 @@ def _integer(value: Any) -> int | None:
 
 
 def _number(value: Any) -> float | None:
+    """``value`` as a finite float when it is a JSON number (an int past a float's range is none)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
     return number if math.isfinite(number) else None
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from klent.engine.games.base import GameFormatError, IllegalMoveError, State
+from klent.protocols.uci_options import uci_int
 
 
 @dataclass
@@ -31,13 +32,16 @@ _GO_KEYWORDS = frozenset((*_GO_NUMBERS, "infinite", "ponder", "searchmoves", "ma
 
 
 def parse_go(tokens: list[str], state: State, complain: Callable[[str], None]) -> GoCommand:
-    """Read the arguments of ``go``; bad parts are reported through ``complain`` and skipped.
+    """Read the arguments of ``go``; bad parts are skipped, and reported through ``complain``
+    in one line (the first, and how many more: a ``go`` of a megabyte of bad tokens is not
+    answered by a line for each).
 
     A GUI waits for ``bestmove`` after any ``go``, so a partly malformed ``go`` still searches
     with the limits that could be read.
     """
     go = GoCommand()
     game = state.game
+    problems: list[str] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
@@ -45,28 +49,31 @@ def parse_go(tokens: list[str], state: State, complain: Callable[[str], None]) -
         if token in _GO_NUMBERS:
             text = tokens[i] if i < len(tokens) else ""
             try:
-                number = int(text)
+                number = uci_int(text)
             except ValueError:
-                complain(f"go: {token} needs an integer, got {text or 'nothing'!r}; ignored")
+                problems.append(f"go: {token} needs an integer, got {text or 'nothing'!r}; ignored")
                 continue
             i += 1
             if number < 0 and token not in _GO_CLOCKS:
-                complain(f"go: {token} must not be negative, got {number}; ignored")
+                problems.append(f"go: {token} must not be negative, got {number}; ignored")
                 continue
             setattr(go, token, max(0, number))
         elif token in ("infinite", "ponder"):
             setattr(go, token, True)
         elif token == "mate":
-            complain("go: mate searches are not supported; searching normally")
+            problems.append("go: mate searches are not supported; searching normally")
             if i < len(tokens) and tokens[i].lstrip("-").isdigit():
                 i += 1
         elif token == "searchmoves":
-            while i < len(tokens) and tokens[i] not in _GO_KEYWORDS:
+            end = next((j for j in range(i, len(tokens)) if tokens[j] in _GO_KEYWORDS), len(tokens))
+            for text in dict.fromkeys(tokens[i:end]):  # each distinct move read once: a list may repeat a few
                 try:
-                    go.searchmoves.append(game.text_to_action(state, tokens[i]))
+                    go.searchmoves.append(game.text_to_action(state, text))
                 except (GameFormatError, IllegalMoveError) as error:
-                    complain(f"go searchmoves: {error}; ignored")
-                i += 1
+                    problems.append(f"go searchmoves: {error}; ignored")
+            i = end
         else:
-            complain(f"go: unknown token {token!r}; ignored")
+            problems.append(f"go: unknown token {token!r}; ignored")
+    if problems:
+        complain(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     return go

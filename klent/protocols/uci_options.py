@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -15,6 +16,9 @@ from klent.engine.player import (
 from klent.protocols.uci_variants import UCI_VARIANTS
 
 MAX_SIMULATIONS = 10_000_000  # the largest Simulations setting
+MAX_INT = 2**63 - 1  # the largest integer UCI carries: C engines read them as signed 64-bit
+
+_INT = re.compile(r"-?[0-9]+")
 
 Kind = Literal["check", "spin", "combo", "string"]
 
@@ -52,12 +56,26 @@ class UciOption:
                     return choice
             raise ValueError(f"{self.name} takes one of {', '.join(self.choices)}, not {text!r}")
         try:
-            number = int(text)
+            number = uci_int(text)
         except ValueError:
             raise ValueError(f"{self.name} takes an integer, not {text!r}") from None
         if not self.minimum <= number <= self.maximum:
             raise ValueError(f"{self.name} must be within {self.minimum}..{self.maximum}, not {number}")
         return number
+
+
+def uci_int(text: str) -> int:
+    """An integer of the protocol (``go`` limits, spin values, FEN move counters): ASCII digits
+    with an optional minus sign, at most `MAX_INT` in size; ValueError otherwise.
+
+    ``int`` also takes "1_000", spaces and other scripts' digits, and fails with a ValueError
+    of its own past 4,300 digits; a bounded integer keeps every later use finite (milliseconds
+    as seconds, a move count in a float).  The length is checked before the digits are converted.
+    """
+    digits = text.lstrip("-").lstrip("0") or "0"
+    if _INT.fullmatch(text) and len(digits) <= len(str(MAX_INT)) and (value := int(digits)) <= MAX_INT:
+        return -value if text.startswith("-") else value
+    raise ValueError(f"not an integer within +-{MAX_INT}: {text[:20]!r}")
 
 
 def uci_options(model: str, precision: str = "float32") -> list[UciOption]:

@@ -14,11 +14,13 @@ from klent.engine.games.base import State
 from klent.engine.player import Decision, Player, PlayOptions, Tablebase
 from klent.protocols.uci_go import GoCommand
 from klent.protocols.uci_info import info_lines
+from klent.protocols.uci_options import MAX_SIMULATIONS
 
 DEFAULT_SIMULATIONS = 800  # a `go` without any limit
 INFO_INTERVAL = 1.0  # seconds an iteration of an open-ended search aims at
 LONG_SEARCH = 5.0  # timed searches longer than this are iterated (info lines, memory cap)
 QUIT_JOIN_SECONDS = 5.0
+MAX_INFO = 400  # characters of an info string's message: messages quote the input, up to a megabyte of it
 
 
 class Output:
@@ -45,7 +47,9 @@ class Output:
             self.write(line)
 
     def info(self, message: str) -> None:
-        self.send("info string " + " ".join(str(message).split()))
+        """``message`` as an ``info string`` line, on one line and at most `MAX_INFO` characters."""
+        text = " ".join(str(message).split())
+        self.send("info string " + (text if len(text) <= MAX_INFO else text[:MAX_INFO] + "..."))
 
 
 class SearchJob:
@@ -214,7 +218,10 @@ class Searches:
             if job.deadline is not None and time.perf_counter() >= job.deadline:
                 return decision  # pondered for longer than this move's whole budget
         long_search = go.nodes is None and job.budget is not None and job.budget > LONG_SEARCH
-        if go.depth is not None or job.options.mode == "reactive" or long_search:
+        # One Sequential Halving search plans every simulation of its budget in memory up front;
+        # `go nodes` beyond the largest Simulations setting is reached in steps instead.
+        many_nodes = job.cap is not None and job.cap > MAX_SIMULATIONS
+        if go.depth is not None or job.options.mode == "reactive" or long_search or many_nodes:
             return self._analyse(job, player, deadline=job.deadline, depth=go.depth)
         simulations = DEFAULT_SIMULATIONS if job.cap is None and job.deadline is None else job.cap
         options = replace(job.options, simulations=simulations, time=_seconds_until(job.deadline))

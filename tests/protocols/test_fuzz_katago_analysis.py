@@ -3,9 +3,11 @@ or hangs on input, every line it writes is one JSON object, and every query it r
 error line carrying the query's ``id``.
 
 One process (a tiny model, small visit counts) answers every example.  Each example is one
-line: a query drawn from a grammar of the protocol's fields with good and broken values, or
-junk; the driver then waits for the query to end (an error line, or a final answer for each
-turn it asked), so a hang is a timeout.  Examples are derandomized: CI runs the same ones.
+line: a query drawn from a grammar of the protocol's fields with good and broken values, the
+same with a hostile text in one of its places (numbers of thousands of digits or past a
+double's range, NaN and Infinity, arrays and objects nested past the engine's limit or the JSON
+reader's), or junk; the driver then waits for the query to end (an error line, or a final answer
+for each turn it asked), so a hang is a timeout.  Examples are derandomized: CI runs the same ones.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from analysis_driver import AnalysisProcess
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from klent.protocols.katago_analysis import decode_line
+
 FUZZ = settings(
-    derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck), max_examples=60
+    derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck), max_examples=90
 )
 
 anything = st.recursive(
@@ -59,7 +63,28 @@ query = st.fixed_dictionaries(
     optional={**FIELDS, "action": st.sampled_from(["query_version", "clear_cache", "terminate", "fly"]),
               "terminateId": st.just("q")},
 )
-line = query.map(json.dumps) | st.text(max_size=30) | st.just("{") | st.just("[" * 5000)
+# Hostile texts, each put in one place of a query: numbers of thousands of digits, past a double's
+# range or at its edges (the first two ended the engine once: float() overflowed), NaN, Infinity,
+# and nesting.  Nesting just under the JSON reader's limit ended it too, in an action, whose echo
+# recursed deeper; that band depends on the stack, and test_katago_analysis.py sweeps it.
+HOSTILE = ["1" * 4000, "-" + "9" * 400, "9" * 308, "1" * 5000, "1e400", "-1e400", "1e-400", "5e-324", "NaN",
+           "Infinity", "-Infinity", "18446744073709551616"]
+DEPTHS = (65, 300, 100_000)  # just past the engine's MAX_NESTING, within the JSON reader's limit, past it
+NESTED = ["[" * depth + "]" * depth for depth in DEPTHS] + ['{"a":' * depth + "1" + "}" * depth for depth in DEPTHS]
+PLACE = "\x00here"  # where the hostile text goes, once the query is JSON text
+# A query that gets as far as its analysis (a few visits), and an action, which is echoed.
+BASES = [{"id": "q", "rules": "chinese", "komi": 7.5, "boardXSize": 9, "boardYSize": 9, "moves": [], "maxVisits": 4},
+         {"id": "q", "action": "query_version"}]
+# The places: the number fields that float() read first, then every field (maxVisits aside: a huge
+# one is a long analysis, as in KataGo) and inside some.
+SLOTS: list[tuple[str, Any]] = [
+    ("komi", PLACE), ("reportDuringSearchEvery", PLACE), ("overrideSettings", {"maxTime": PLACE}),
+    ("overrideSettings", {"wideRootNoise": PLACE}), ("x", PLACE), ("moves", [["B", PLACE]]),
+    ("analyzeTurns", [0, PLACE]), ("avoidMoves", [{"player": "B", "moves": ["E5"], "untilDepth": PLACE}]),
+    *((name, PLACE) for name in [*FIELDS, "id"] if name != "maxVisits")]
+hostile = st.tuples(st.sampled_from(BASES), st.sampled_from(SLOTS), st.sampled_from(HOSTILE + NESTED)).map(
+    lambda parts: json.dumps({**parts[0], parts[1][0]: parts[1][1]}).replace(json.dumps(PLACE), parts[2]))
+line = query.map(json.dumps) | hostile | st.text(max_size=30) | st.just("{") | st.just("[" * 5000)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +103,7 @@ def turns_asked(raw: Any) -> int:
 @given(text=line)
 def test_every_line_ends_in_an_answer(engine: AnalysisProcess, text: str) -> None:
     try:
-        raw = json.loads(text)
+        raw = decode_line(text)
     except (ValueError, RecursionError):
         raw = None
     engine.send(text.replace("\n", " "))

@@ -7,8 +7,10 @@ White F-J, which makes the perspective of every reported value checkable.
 
 from __future__ import annotations
 
+import io
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from analysis_driver import AnalysisProcess
 
 import klent.cli
 from klent.protocols import katago_analysis
+from klent.protocols.katago_query import QueryError, parse_query
 
 BASE: dict[str, Any] = {"rules": "chinese", "komi": 7.5, "boardXSize": 9, "boardYSize": 9, "moves": []}
 MOVE_FIELDS = {"move", "visits", "winrate", "scoreLead", "scoreMean", "scoreStdev", "prior", "utility", "lcb",
@@ -135,6 +138,74 @@ def test_lines_that_are_not_queries(engine: AnalysisProcess) -> None:
         engine.send(line)
         assert "error" in engine.next()
     assert engine.close() == 0
+
+
+def test_numbers_past_a_doubles_range_nan_and_infinity_are_not_json(engine: AnalysisProcess) -> None:
+    """A komi, reportDuringSearchEvery, maxTime or wideRootNoise of 4,000 digits ended `klent
+    analysis` (float() of it overflows), and 1e400, NaN or Infinity in an action was answered
+    "internal error" (its echo is not JSON).  KataGo's JSON reader refuses them all: so does
+    klent's, and the engine reads on."""
+    huge = "1" * 4000
+    lines = [json.dumps(query("k", komi="@")).replace('"@"', huge),
+             json.dumps(query("r", reportDuringSearchEvery="@")).replace('"@"', huge),
+             json.dumps(query("t", overrideSettings={"maxTime": "@"})).replace('"@"', huge),
+             json.dumps(query("w", overrideSettings={"wideRootNoise": "@"})).replace('"@"', "-" + huge),
+             '{"id": "e", "action": "query_version", "x": 1e400}', '{"id": "n", "action": "clear_cache", "x": NaN}',
+             '{"id": "i", "action": "query_models", "x": -Infinity}']
+    for line in lines:
+        engine.send(line)
+        answer = engine.next()
+        assert answer.keys() == {"error"} and "could not parse the query" in answer["error"], (line[:60], answer)
+    engine.send({"id": "alive", "action": "query_version"})
+    assert engine.next()["id"] == "alive"
+
+
+@pytest.mark.parametrize(("field", "where"), [
+    ("komi", "komi"), ("reportDuringSearchEvery", "reportDuringSearchEvery"),
+    ("overrideSettings.maxTime", "overrideSettings.maxTime"),
+    ("overrideSettings.wideRootNoise", "overrideSettings.wideRootNoise"),
+])
+def test_an_integer_no_float_holds_is_a_query_error(field: str, where: str) -> None:
+    """The HTTP endpoint's JSON reader keeps integers of 4,000 digits, and `parse_query` let
+    float() overflow on them (a 500); it refuses them by field."""
+    raw: dict[str, Any] = query("q")
+    if field.startswith("overrideSettings."):
+        raw["overrideSettings"] = {field.split(".")[1]: 10**4000}
+    else:
+        raw[field] = 10**4000
+    with pytest.raises(QueryError) as refused:
+        parse_query(raw, [9])
+    assert refused.value.field == where
+
+
+def test_an_action_nested_as_deep_as_the_json_reader_goes_is_refused_not_echoed(engine: AnalysisProcess) -> None:
+    """An action holding arrays nested just under the JSON reader's limit (about 990 levels) was
+    read, and its echo, written from deeper in the call stack, raised RecursionError and ended
+    `klent analysis`.  Nesting past MAX_NESTING is refused with the query's id."""
+    for depth in range(999, 949, -1):  # from the reader's limit down
+        engine.send('{"id": "deep", "action": "clear_cache", "x": ' + "[" * depth + "]" * depth + "}")
+        answer = engine.next()
+        assert "error" in answer, (depth, answer)
+    engine.send('{"id": "deep", "action": "clear_cache", "x": ' + "{\"a\": " * 100 + "1" + "}" * 100 + "}")
+    assert engine.next() == {"error": f"query nested deeper than {katago_analysis.MAX_NESTING} levels", "id": "deep"}
+    engine.send({"id": "alive", "action": "query_version", "x": [[[[["as deep as KataGo's queries go"]]]]]})
+    assert engine.next()["id"] == "alive"
+
+
+def test_a_bug_reading_a_query_is_its_error_line_not_the_end(monkeypatch: pytest.MonkeyPatch, ownership_model: str,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The command loop had no catch-all (the workers had one): any bug reading a query ended
+    `klent analysis`.  It is the query's error line now, and logged on stderr."""
+
+    def bug(*args: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(katago_analysis, "parse_query", bug)
+    out = io.StringIO()
+    engine = katago_analysis.AnalysisEngine(katago_analysis.AnalysisConfig(model=Path(ownership_model)), out)
+    engine.handle_line(json.dumps(query("q")))
+    assert json.loads(out.getvalue()) == {"error": "internal error: RuntimeError: a bug", "id": "q"}
+    assert "a bug" in capsys.readouterr().err
 
 
 def test_answers_come_as_they_finish_and_terminate_ends_an_analysis(engine: AnalysisProcess) -> None:
