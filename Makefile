@@ -6,6 +6,11 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.klent-installed
+# Bytecode written once, because nothing writes it where PYTHONDONTWRITEBYTECODE is set (as on
+# this project's machines): every process that imports torch then compiled it again, 2-6 s each,
+# and the suite starts dozens.  A file that does not compile (a package's Python 2 example) only
+# stays uncompiled, so compileall's status is not the set-up's.
+COMPILE := $(PY) -m compileall -q -q -j 0
 
 .PHONY: setup system-deps pachi lint test run clean
 
@@ -19,6 +24,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[server,train,dev,bot]'
+	$(COMPILE) $(VENV)/lib || true
 	touch $(STAMP)
 
 system-deps:
@@ -36,6 +42,7 @@ lint: setup
 # One pytest worker per core (pytest-xdist): the tests are independent (each has its own temporary
 # folder and models), so they run side by side on every core the machine has.
 test: setup system-deps pachi lint
+	$(COMPILE) klent tests || true
 	$(PY) -m pytest -q -n auto
 
 run: setup

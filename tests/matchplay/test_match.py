@@ -120,7 +120,7 @@ def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     completed = subprocess.run(
         [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", gnugo, "--game", "go9",
          "--games", "2", "--max-moves", "160", "--referee", f"{gnugo_path} --mode gtp --chinese-rules --level 1",
-         "--time-per-move", "5", "--out", str(out)],
+         "--out", str(out)],  # no clock: GNU Go given one thinks 16 times longer (test_pachi.py plays on one)
         capture_output=True, text=True, timeout=300,
     )
     assert completed.returncode == 0, completed.stderr
@@ -334,7 +334,7 @@ def test_a_19x19_game_against_gnugo_is_legal_and_scored(gnugo_path, tmp_path) ->
     completed = subprocess.run(
         [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", f"{gnugo_path} --mode gtp --level 0",
          "--game", "go19", "--games", "1", "--max-moves", "30", "--referee",
-         f"{gnugo_path} --mode gtp --chinese-rules --level 0", "--time-per-move", "5", "--out", str(out)],
+         f"{gnugo_path} --mode gtp --chinese-rules --level 0", "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )
     assert completed.returncode == 0, completed.stderr

@@ -352,6 +352,22 @@ def test_a_chess_teacher_that_never_answers_go_ends_the_labelling_with_one_line(
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
+def test_go13_labelling_repeats_a_seed_and_resumes_where_it_stopped(tmp_path: Path, gnugo_path: str) -> None:
+    """Three 13x13 games, short (GNU Go's scoring of each still costs seconds); resuming
+    after a kill is the chess sets' test, the same labeller."""
+    config = teacher.LabelConfig(game="go13", teacher=f"{gnugo_path} --mode gtp --level 1 --chinese-rules",
+                                 positions=8, depth=None, max_plies=20, opening_plies=4, games_per_shard=1,
+                                 validation_every=2, seed=13)
+    first = teacher.label(config, tmp_path / "first", jobs=1)
+    again = teacher.label(config, tmp_path / "again", jobs=1)
+    assert (first.games, first.positions) == (again.games, again.positions) == (1, 16)
+    assert _hashes(tmp_path / "again") == _hashes(tmp_path / "first")  # the seed's game, move for move
+    grown = teacher.label(dataclasses.replace(config, positions=24), tmp_path / "again", jobs=1)
+    assert (grown.games, grown.positions) == (2, 32)
+    hashes = _hashes(tmp_path / "again")
+    assert hashes[:16] == _hashes(tmp_path / "first") and len(set(hashes)) == 32  # a new game, none repeated
+
+
 def test_the_label_command_says_what_it_did(tmp_path: Path) -> None:
     out = tmp_path / "set"
     done = subprocess.run([sys.executable, "-m", "klent", "distill", "label", "--out", str(out), "--positions", "20",

@@ -36,7 +36,7 @@ def test_two_gloo_processes_keep_identical_weights_and_the_policy_loss_falls(tmp
     process = subprocess.Popen(
         [sys.executable, "-m", "torch.distributed.run", "--standalone",
          "--nproc_per_node=2", "-m", "klent", "train", "--config", str(config_file),
-         "--out", str(out), "--iterations", "30", "--no-progress"],
+         "--out", str(out), "--iterations", "15", "--no-progress"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )
@@ -55,9 +55,9 @@ def test_two_gloo_processes_keep_identical_weights_and_the_policy_loss_falls(tmp
     # The ranks played different games (their own seeds).
     assert processes[0]["games"]["histories"] != processes[1]["games"]["histories"]
     records = read_metrics(out / "metrics.jsonl")
-    assert [r["iteration"] for r in records] == list(range(1, 31))
+    assert [r["iteration"] for r in records] == list(range(1, 16))
     # Samples and simulator evaluations are summed over both ranks.
-    assert records[-1]["samples"] == 30 * 2 * 64 * 8
+    assert records[-1]["samples"] == 15 * 2 * 64 * 8
     # The policy part of the loss is CE(pi', pi_theta) = H(pi') + KL(pi' || pi_theta); H(pi')
     # moves with the targets, the KL is what fitting reduces.
     fit_gap = np.array([r["policy_loss"] - r["entropy"] for r in records])
