@@ -40,10 +40,14 @@ lint: setup
 	$(VENV)/bin/mypy
 
 # One pytest worker per core (pytest-xdist): the tests are independent (each has its own temporary
-# folder and models), so they run side by side on every core the machine has.
+# folder and models), so they run side by side on every core the machine has; a worker that runs
+# out of tests takes some of the other's (worksteal), so one long test at the end idles no core.
+# The numba kernels are compiled into their cache first, once, rather than by each worker and
+# each engine process a test starts (klent/engine/kernels.py).
 test: setup system-deps pachi lint
 	$(COMPILE) klent tests || true
-	$(PY) -m pytest -q -n auto
+	$(PY) -m klent.engine.kernels
+	$(PY) -m pytest -q -n auto --dist worksteal
 
 run: setup
 	$(VENV)/bin/klent serve

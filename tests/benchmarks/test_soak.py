@@ -1,6 +1,6 @@
-"""`klent bench soak` end to end, shortened to 10 seconds: the traffic reaches every kind of
+"""`klent bench soak` end to end, shortened to 5 seconds: the traffic reaches every kind of
 request, and a real `klent serve` answers all of it without an error (a 503 to a search when
-its lane is full and the 4xx of bad input are intended, not errors).  Ten seconds say nothing
+its lane is full and the 4xx of bad input are intended, not errors).  Five seconds say nothing
 about memory growth, so the RSS verdict is the full soak's (benchmarks/RESULTS.md), not this
 test's."""
 
@@ -12,7 +12,7 @@ from klent.bench.soak import KINDS, main
 
 
 def test_a_short_soak_has_no_errors(untrained_model, capsys) -> None:
-    main(["--minutes", str(10 / 60), "--clients", "4", "--model", untrained_model("go9")])
+    main(["--minutes", str(5 / 60), "--clients", "4", "--model", untrained_model("go9")])
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["benchmark"] == "soak" and summary["errors"] == {}
     assert set(summary["requests"]) <= set(KINDS)
