@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 import httpx
 
+from klent.engine.files import parse_json
 from klent.protocols.lichess_config import BotConfig
 
 log = logging.getLogger("klent.lichess")
@@ -254,9 +255,9 @@ class LichessClient:
                 yield None
                 continue
             try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                log.warning("ignoring a malformed stream line: %s", self.redact(line)[:200])
+                yield parse_json(line)
+            except ValueError as error:  # not JSON, nested too deeply, an integer of 4,300+ digits
+                log.warning("ignoring a malformed stream line (%s): %s", str(error)[:80], self.redact(line)[:200])
 
     def _wait_gate(self) -> None:
         with self._gate:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 import pytest
 from fake_lichess import FakeLichess, FirstLegal, StockfishOpponent
 
@@ -141,6 +142,18 @@ def test_one_client_method_per_endpoint_and_ids_stay_in_their_path_segment():
     assert LichessClient._route("move", {"game_id": "../account", "move": "e7e8q"}) == (
         "POST", "/api/bot/game/..%2Faccount/move/e7e8q"
     )
+
+
+def test_a_hostile_stream_line_is_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A line nested 100,000 deep (RecursionError) or holding a 5,000-digit integer (a ValueError
+    that is not a JSONDecodeError) ended the bridge; each is now a warning, and the stream goes on."""
+    client = LichessClient("http://127.0.0.1:9", "lip_token", config_from_dict({}))
+    lines = ["[" * 100_000, '{"n": ' + "1" * 5000 + "}", "", '{"type": "ok"}']
+    with caplog.at_level(logging.WARNING):
+        events = list(client._events(httpx.Response(200, content="\n".join(lines).encode())))
+    assert events == [None, {"type": "ok"}]
+    warnings = [r.getMessage() for r in caplog.records if "malformed stream line" in r.getMessage()]
+    assert len(warnings) == 2 and "nested too deeply" in warnings[0], warnings
 
 
 def test_reconnection_after_dropped_game_streams_loses_and_repeats_no_move(fake, model):
