@@ -327,14 +327,15 @@ def test_generated_variant_openings_are_judged_by_fairy_stockfish(tmp_path, fair
         assert len(line.split()) == 4 and kind == "cp" and abs(int(amount)) <= 50, (line, kind, amount)
 
 
-def test_a_19x19_game_against_gnugo_is_legal_and_scored(gnugo_path, tmp_path) -> None:
-    """The shipped 19x19 model (board heads) plays through `klent gtp` against GNU Go, the referee scoring."""
+def test_a_19x19_game_against_gnugo_is_legal_and_scored(gnugo_path, pachi_path, tmp_path) -> None:
+    """The shipped 19x19 model (board heads) plays through `klent gtp` against GNU Go, Pachi
+    scoring the unfinished game: GNU Go's final_score plays such a board out first (9-25 s)."""
     ours = f"{sys.executable} -m klent gtp --mode reactive --resign-threshold 0"
     out = tmp_path / "match"
     completed = subprocess.run(
         [sys.executable, "-m", "klent", "match", "--engine1", ours, "--engine2", f"{gnugo_path} --mode gtp --level 0",
          "--game", "go19", "--games", "1", "--max-moves", "30", "--referee",
-         f"{gnugo_path} --mode gtp --chinese-rules --level 0", "--out", str(out)],
+         f"{pachi_path} -t =500 threads=1,pondering=0", "--out", str(out)],
         capture_output=True, text=True, timeout=300,
     )
     assert completed.returncode == 0, completed.stderr
