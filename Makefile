@@ -8,8 +8,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.klent-installed
 # Bytecode written once, because nothing writes it where PYTHONDONTWRITEBYTECODE is set (as on
 # this project's machines): every process that imports torch then compiled it again, 2-6 s each,
-# and the suite starts dozens.  A file that does not compile (a package's Python 2 example) only
-# stays uncompiled, so compileall's status is not the set-up's.
+# and the suite starts dozens.  A file that does not compile (torch ships Python 3.12 syntax in
+# its test helpers) only stays uncompiled, so compileall's status is not the set-up's.
 COMPILE := $(PY) -m compileall -q -q -j 0
 
 .PHONY: setup system-deps pachi lint test run clean
