@@ -45,7 +45,7 @@ lint: setup
 # The numba kernels are compiled into their cache first, once, rather than by each worker and
 # each engine process a test starts (klent/engine/kernels.py).
 test: setup system-deps pachi lint
-	$(COMPILE) klent tests || true
+	$(COMPILE) klent tests
 	$(PY) -m klent.engine.kernels
 	$(PY) -m pytest -q -n auto --dist worksteal
 
