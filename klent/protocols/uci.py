@@ -23,7 +23,7 @@ from klent.engine.player import (
     model_path_for,
 )
 from klent.protocols.uci_go import parse_go
-from klent.protocols.uci_options import uci_int, uci_options
+from klent.protocols.uci_options import uci_options
 from klent.protocols.uci_search import Output, Searches, SearchJob
 from klent.protocols.uci_variants import UCI_VARIANTS
 
@@ -208,15 +208,6 @@ class UciEngine:
                 return
         else:
             key = "fen " + " ".join(args[1:split])
-            # The move counters are UCI integers: a FEN parser takes any number, and a move
-            # number past a float's range made every search of the position fail.
-            for word in args[1:split]:
-                if word.isascii() and word.isdigit():
-                    try:
-                        uci_int(word)
-                    except ValueError as error:
-                        self.output.info(f"position: bad FEN counter, {error}; position unchanged")
-                        return
         moves = args[split + 1 :]
         try:
             if key == self._position_key:

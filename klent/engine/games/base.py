@@ -20,6 +20,10 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+# The largest FEN move counter read (half-move clock, move number): a signed 64-bit integer, as
+# C engines read them.  A larger one passed the FEN readers and overflowed the encoder's floats.
+MAX_FEN_COUNTER = 2**63 - 1
+
 
 class IllegalMoveError(ValueError):
     """A move that the rules forbid in the given position (the message names the move)."""

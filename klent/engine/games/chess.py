@@ -51,7 +51,7 @@ import chess  # python-chess: imports are absolute, so this is never this module
 import numpy as np
 
 from klent.engine.games import chess_kernels as k
-from klent.engine.games.base import GameFormatError, IllegalMoveError, State
+from klent.engine.games.base import MAX_FEN_COUNTER, GameFormatError, IllegalMoveError, State
 from klent.engine.games.board_games import PieceGame, PieceState
 
 HISTORY = 8
@@ -306,6 +306,8 @@ class ChessGame(PieceGame):
             board = chess.Board(fen)
         except ValueError as error:
             raise GameFormatError(f"bad FEN {fen!r}: {error}") from None
+        if max(board.halfmove_clock, board.fullmove_number) > MAX_FEN_COUNTER:
+            raise GameFormatError(f"bad FEN: a move counter above {MAX_FEN_COUNTER}")  # not quoted: it may be long
         status = board.status()
         if status != chess.STATUS_VALID:
             problems = ", ".join(

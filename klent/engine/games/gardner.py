@@ -54,7 +54,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from klent.engine.games import gardner_kernels as k
-from klent.engine.games.base import GameFormatError, IllegalMoveError, State
+from klent.engine.games.base import MAX_FEN_COUNTER, GameFormatError, IllegalMoveError, State
 from klent.engine.games.board_games import HistoryState, PieceGame, fen_placement, step_squares
 
 START_FEN = "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 1"
@@ -249,6 +249,8 @@ def _parse_fen(fen: str) -> tuple[np.ndarray, int, int, int]:
         raise bad("the move counters must be numbers") from None
     if halfmove < 0 or fullmove < 1:
         raise bad("the half-move clock must be >= 0 and the move number >= 1")
+    if max(halfmove, fullmove) > MAX_FEN_COUNTER:
+        raise GameFormatError(f"bad FEN: a move counter above {MAX_FEN_COUNTER}")  # not quoted: it may be long
     ranks = placement.split("/")
     if len(ranks) != k.SIZE:
         raise bad(f"expected {k.SIZE} ranks, got {len(ranks)}")

@@ -327,6 +327,9 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
         game.from_fen("rnbqkbnr/pppppppp/8/8 w KQkq - 0 1")
     with pytest.raises(GameFormatError, match="no white king"):
         game.from_fen("4k3/8/8/8/8/8/8/8 w - - 0 1")
+    game.encode_batch([game.from_fen("4k3/8/8/8/8/8/8/4K3 w - - 0 9223372036854775807")])
+    with pytest.raises(GameFormatError, match="a move counter above"):  # the encoder's floats overflowed
+        game.from_fen("4k3/8/8/8/8/8/8/4K3 w - - 0 1" + "0" * 400)
     with pytest.raises(GameFormatError):
         game.from_fen(None)  # type: ignore[arg-type]
     with pytest.raises(IllegalMoveError, match="'e2e5'"):

@@ -261,6 +261,7 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
         "4k/4R/5/5/4K w - - 0 1",  # Black, not to move, is in check
         "rnbqk/ppppp/5/PPPPP/RNBQK w - - x 1",
         "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 0",
+        "rnbqk/ppppp/5/PPPPP/RNBQK w - - 0 9223372036854775808",  # past 64 bits: the encoder's floats overflowed
     ],
 )
 def test_bad_fens(fen: str) -> None:
