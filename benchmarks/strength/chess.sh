@@ -8,15 +8,20 @@
 # 300 plies after the opening.
 #
 # SETTINGS: reactive (one network call a move), gumbel (Gumbel search, 64 simulations, 0.2 s a
-# move), gumbelN (N simulations, 2 s a move at most) and gumbelSs (Gumbel search with S seconds
-# a move, as many simulations as fit: gumbel1s, gumbel0.1s; klent's Move Overhead is then 10 ms,
-# not the 100 that a GUI needs, since klent match waits a second past the move time anyway).
+# move), gumbelN (N simulations, 2 s a move at most), gumbelSs (Gumbel search with S seconds a
+# move, as many simulations as fit: gumbel1s, gumbel0.1s; klent's Move Overhead is then 10 ms,
+# not the 100 that a GUI needs, since klent match waits a second past the move time anyway) and
+# limitE (UCI_LimitStrength with UCI_Elo=E, 2 s a move at most: the simulations are those the
+# model's strength curve, weights/<game>.strength.json, gives E).
 # OPPONENTS: skillN (Skill Level N), skillNdD (Skill Level N searching to depth D, so that the
 # load does not change its play: skill0d1 is the efficiency curves' anchor) or eloN
-# (UCI_LimitStrength, UCI_Elo=N, N >= 1320; Stockfish only).
+# (UCI_LimitStrength, UCI_Elo=N, N >= 1350; Stockfish only) or eloNdD (the same searching to depth
+# D: Stockfish 15.1 picks its weakened move at depth 1 + its skill level, which is 0 at UCI_Elo
+# 1350 and 2 at 1599, so below 1600 eloNd3 plays as eloN does at 0.2 s a move, in a fraction of
+# the time).
 # KLENT_FLAGS are added to klent's command line (e.g. "--rescale-floor 2").
-# JOBS=2 plays two matches at a time, klent with one thread each; CONCURRENCY=2 plays two games
-# of each match at a time (`klent match --concurrency`), likewise.
+# klent plays with one thread.  JOBS=2 plays two matches at a time; CONCURRENCY=2 plays two
+# games of each match at a time (`klent match --concurrency`).
 # Each match's summary.json holds the win rate, its Wilson 95% interval, the distinct games,
 # the results per opening and both engines' seconds per move.
 #
@@ -52,17 +57,19 @@ play() {
   case $opponent in
     skill*d*) spec=${opponent#skill}; strength=(--option2 "Skill Level=${spec%d*}" --go2 "depth ${spec##*d}") ;;
     skill*) strength=(--option2 "Skill Level=${opponent#skill}" --go2 "movetime 200") ;;
+    elo*d*) spec=${opponent#elo}; strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=${spec%d*}" --go2 "depth ${spec##*d}") ;;
     elo*) strength=(--option2 "UCI_LimitStrength=true" --option2 "UCI_Elo=${opponent#elo}" --go2 "movetime 200") ;;
-    *) echo "an opponent is skillN, skillNdD or eloN, not $opponent" >&2; return 2 ;;
+    *) echo "an opponent is skillN, skillNdD, eloN or eloNdD, not $opponent" >&2; return 2 ;;
   esac
   case $mode in
     reactive) play=(--option1 "SearchMode=reactive") ;;
     gumbel) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=64") ;;
     gumbel[0-9]*s) play=(--option1 "SearchMode=gumbel" --option1 "Move Overhead=10"); time=${mode#gumbel}; time=${time%s} ;;
     gumbel[0-9]*) play=(--option1 "SearchMode=gumbel" --option1 "Simulations=${mode#gumbel}"); time=2 ;;
-    *) echo "a setting is reactive, gumbel, gumbelSs or gumbelN, not $mode" >&2; return 2 ;;
+    limit[0-9]*) play=(--option1 "UCI_LimitStrength=true" --option1 "UCI_Elo=${mode#limit}"); time=2 ;;
+    *) echo "a setting is reactive, gumbel, gumbelSs, gumbelN or limitE, not $mode" >&2; return 2 ;;
   esac
-  if [ "$JOBS" -gt 1 ] || [ "$CONCURRENCY" -gt 1 ]; then play+=(--option1 "Threads=1"); fi
+  play+=(--option1 "Threads=1")
   out=runs/strength/$NAME-$mode-$opponent
   if [ "$RESUME" = 1 ] && [ -s "$out/games.jsonl" ]; then resume="--resume"; else : > "$out.log"; fi
   echo "$(date -u +%FT%TZ) $MODEL, $mode vs $(basename "$OPPONENT") $opponent, $GAMES games -> $out"

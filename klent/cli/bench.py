@@ -15,6 +15,7 @@ BENCHMARKS = {
     "ab": "head-to-head of two trained models (training A/B runs)",
     "paired": "two klent match rows from the same openings compared game by game (wins, margins, sign test)",
     "ladder": "one Elo rating, with its interval, from matches against rated anchors (FOLDER=ELO ...)",
+    "strength_curve": "a model's rating by simulations a move, written beside it for UCI_Elo (SIMS:FOLDER=ELO ...)",
     "slope": "a training run's snapshots against a fixed pool of references",
     "soak": "minutes of mixed HTTP traffic at `klent serve`: RSS over time, errors, latency",
     "chess_regret": "value a chess model's moves give away by play setting (teacher labels, or a match's blunders)",

@@ -18,8 +18,10 @@ from klent.engine.player import (
     DEFAULT_WEIGHTS_DIR,
     Player,
     PlayOptions,
+    StrengthCurve,
     Tablebase,
     clock_budget,
+    curve_for,
     model_path_for,
 )
 from klent.protocols.uci_go import parse_go
@@ -53,7 +55,11 @@ class UciEngine:
         self.weights_dir = weights_dir
         self.game: FenGame = UCI_VARIANTS["chess"]()
         default_model = str(model) if model is not None else str(model_path_for(self.game, weights_dir))
-        self.options = {option.name.lower(): option for option in uci_options(default_model, precision)}
+        # the strength curve of the model being played (UCI_LimitStrength), by model file
+        self._strength: tuple[str, StrengthCurve | None] | None = None
+        self._level: tuple[int, int] | None = None  # the last (UCI_Elo, simulations) said
+        declared = uci_options(default_model, precision, self._strength_curve(default_model, report=False))
+        self.options = {option.name.lower(): option for option in declared}
         self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}
         self._player: Player | None = None
         self._player_key: tuple[str, str, int, str] | None = None
@@ -166,6 +172,8 @@ class UciEngine:
             self._switch_variant(str(self.values["uci_variant"]))
         if option.name in ("SyzygyPath", "SyzygyProbeLimit"):
             self._open_tables()
+        if option.name in ("UCI_LimitStrength", "UCI_Elo", "ModelFile") and self.values.get("uci_limitstrength"):
+            self._strength_limit()  # says what the level plays, or why it cannot
 
     def _open_tables(self) -> None:
         """The endgame tables SyzygyPath names, up to SyzygyProbeLimit pieces (0: none); a path
@@ -239,15 +247,17 @@ class UciEngine:
         state = self._state
         go = parse_go(args, state, self.output.info)
         values = self.values
+        limit = self._strength_limit()
+        reactive = values["searchmode"] == "reactive" if limit is None else limit == 1
         options = replace(
             self.tuning,
-            mode="reactive" if values["searchmode"] == "reactive" else "search",
+            mode="reactive" if reactive else "search",
             top_moves=int(values["multipv"]),
             candidates=tuple(go.searchmoves),
             ponder=bool(values["ponder"]),
             memory=int(values["hash"]) * 2**20,
         )
-        caps = [cap for cap in (go.nodes, int(values["simulations"]) or None) if cap is not None]
+        caps = [cap for cap in (go.nodes, int(values["simulations"]) or None, limit) if cap is not None]
         clock, increment = (go.wtime, go.winc) if state.to_play == 0 else (go.btime, go.binc)
         budget = clock_budget(clock, increment, go.movestogo, go.movetime, int(values["move overhead"]) / 1000.0)
         job = SearchJob(go, options, min(caps) if caps else None, bool(values["uci_showwdl"]), start, budget,
@@ -258,6 +268,40 @@ class UciEngine:
 
     def _shipped_model(self) -> str:
         return str(model_path_for(self.game, self.weights_dir))
+
+    def _strength_curve(self, model: str, report: bool = True) -> StrengthCurve | None:
+        """The strength curve of ``model``, read once per model file; a curve that cannot be
+        used is said in an ``info string`` (when ``report``) and counts as none."""
+        if self._strength is not None and self._strength[0] == model:
+            return self._strength[1]
+        curve = None
+        try:
+            curve = curve_for(model) if Path(model).is_file() else None
+        except ValueError as error:
+            if report:
+                self.output.info(f"UCI_LimitStrength: {error}")
+        if curve is None and report:
+            self.output.info(f"UCI_LimitStrength: no strength curve for {model}; playing at full strength")
+        self._strength = (model, curve)
+        return curve
+
+    def _strength_limit(self) -> int | None:
+        """The simulations a move that play at ``UCI_Elo`` while ``UCI_LimitStrength`` is on
+        (1: reactive play), else None.  The level is said in an ``info string`` when it changes."""
+        if not self.values.get("uci_limitstrength"):
+            return None
+        model = str(self.values["modelfile"])
+        known = self._strength is not None and self._strength[0] == model
+        curve = self._strength_curve(model)
+        if curve is None:
+            return None
+        elo = int(self.values["uci_elo"])
+        simulations = curve.simulations(elo)
+        if not known or self._level != (elo, simulations):
+            play = "reactive play (one network call)" if simulations == 1 else f"{simulations} simulations a move"
+            self.output.info(f"UCI_Elo {elo}: {play}, measured against {curve.scale}")
+        self._level = (elo, simulations)
+        return simulations
 
     def _load_player(self) -> Player | None:
         """The player for the current game, ModelFile and Threads, loading it when they changed.

@@ -10,6 +10,7 @@ from klent.engine.player import (
     DEFAULT_MEMORY_MB,
     PRECISIONS,
     SYZYGY_MAX_PIECES,
+    StrengthCurve,
     default_syzygy_path,
     default_threads,
 )
@@ -78,9 +79,18 @@ def uci_int(text: str) -> int:
     raise ValueError(f"not an integer within +-{MAX_INT}: {text[:20]!r}")
 
 
-def uci_options(model: str, precision: str = "float32") -> list[UciOption]:
+def uci_options(model: str, precision: str = "float32", strength: StrengthCurve | None = None) -> list[UciOption]:
     """The options ``uci`` declares, with ``model`` as the default model file and ``precision``
-    the default precision (int8 plays the model's quantized sibling <stem>.int8.onnx)."""
+    the default precision (int8 plays the model's quantized sibling <stem>.int8.onnx).
+
+    ``strength`` is the default model's strength curve: with one, ``UCI_LimitStrength`` and
+    ``UCI_Elo`` are declared over the ratings it measured (weakest by default, as Stockfish
+    does); without one they are not, since no number could be honoured.
+    """
+    limits = [] if strength is None else [
+        UciOption("UCI_LimitStrength", "check", False),
+        UciOption("UCI_Elo", "spin", strength.lowest, strength.lowest, strength.highest),
+    ]
     return [
         UciOption("ModelFile", "string", model),
         UciOption("Precision", "combo", precision, choices=PRECISIONS),
@@ -95,4 +105,5 @@ def uci_options(model: str, precision: str = "float32") -> list[UciOption]:
         UciOption("UCI_Variant", "combo", "chess", choices=tuple(UCI_VARIANTS)),
         UciOption("SyzygyPath", "string", default_syzygy_path()),
         UciOption("SyzygyProbeLimit", "spin", SYZYGY_MAX_PIECES, 0, SYZYGY_MAX_PIECES),
+        *limits,
     ]

@@ -18,7 +18,8 @@ move of a game (the paper's condition for its strength) and forgotten at a new g
 
 The package: `options` (`PlayOptions` and the play defaults), `report` (the `Decision` and
 what builds it), `weights` (where the shipped files are), one mover per mode behind one
-protocol (`mover`: `reactive_mover`, `gumbel_mover`, `td_mover`) and `player` (the `Player`).
+protocol (`mover`: `reactive_mover`, `gumbel_mover`, `td_mover`), `player` (the `Player`) and
+`strength` (a model's measured rating by simulations, behind UCI's ``UCI_Elo``).
 
 Protocols reach the engine through this package and `klent.engine.games` only: besides the player,
 it offers the few engine services a protocol needs (`read_model_info`, `ResignTracker`,
@@ -40,6 +41,7 @@ from klent.engine.network import (
 from klent.engine.player.options import DEFAULT_MEMORY_MB, FIRST_ANALYSIS_SEARCH, TD_MODES, PlayOptions
 from klent.engine.player.player import Player
 from klent.engine.player.report import Decision, MoveStat, Ownership
+from klent.engine.player.strength import StrengthCurve, StrengthPoint, curve_for
 from klent.engine.player.weights import DEFAULT_WEIGHTS_DIR, go_board_sizes, load_td_weights, model_path_for
 from klent.engine.resign import ResignTracker
 from klent.engine.search.td import ShapeWeights
@@ -51,6 +53,7 @@ __all__ = [
     "DEFAULT_MEMORY_MB", "DEFAULT_WEIGHTS_DIR", "DEVICE_CHOICES", "FIRST_ANALYSIS_SEARCH", "MAX_THREADS",
     "PRECISIONS", "SYZYGY_MAX_PIECES", "TD_MODES", "Decision", "Evaluator", "GameClock", "Judgement",
     "ModelOutputError", "MoveRule", "MoveStat", "Ownership", "PlayOptions", "Player", "ResignTracker",
-    "ShapeWeights", "Tablebase", "TimeSettings", "clock_budget", "default_syzygy_path", "default_threads",
-    "go_board_sizes", "load_td_weights", "model_path_for", "read_model_info", "write_text_atomically",
+    "ShapeWeights", "StrengthCurve", "StrengthPoint", "Tablebase", "TimeSettings", "clock_budget",
+    "curve_for", "default_syzygy_path", "default_threads", "go_board_sizes", "load_td_weights", "model_path_for",
+    "read_model_info", "write_text_atomically",
 ]
