@@ -45,7 +45,8 @@ def test_the_wheel_holds_every_module_and_the_shipped_models(wheel: Path) -> Non
     }
     assert not modules - names, "modules missing from the wheel: list their packages in pyproject.toml"
     shipped = {f"klent/weights/{path.name}" for pattern in SHIPPED for path in (ROOT / "weights").glob(pattern)}
-    assert {"klent/weights/go9.onnx", "klent/weights/go9-td.npz", "klent/weights/chess.strength.json"} <= shipped <= names
+    expected = {"klent/weights/go9.onnx", "klent/weights/go9-td.npz", "klent/weights/chess.strength.json"}
+    assert expected <= shipped <= names
     assert not any(name.startswith(("weights/", "klent/weights/training")) for name in names)
     assert {"klent/server/static/index.html", "klent/training/configs/go9_cpu.toml"} <= names
 

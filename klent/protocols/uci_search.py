@@ -21,6 +21,7 @@ INFO_INTERVAL = 1.0  # seconds an iteration of an open-ended search aims at
 LONG_SEARCH = 5.0  # timed searches longer than this are iterated (info lines, memory cap)
 QUIT_JOIN_SECONDS = 5.0
 MAX_INFO = 400  # characters of an info string's message: messages quote the input, up to a megabyte of it
+KEPT_END = 80  # characters of a longer message's end that are kept
 
 
 class Output:
@@ -47,9 +48,13 @@ class Output:
             self.write(line)
 
     def info(self, message: str) -> None:
-        """``message`` as an ``info string`` line, on one line and at most `MAX_INFO` characters."""
+        """``message`` as an ``info string`` line, on one line and at most `MAX_INFO` characters:
+        a longer one loses its middle, where the quoted input is, and keeps its end, which says
+        what was done about it ("; position unchanged")."""
         text = " ".join(str(message).split())
-        self.send("info string " + (text if len(text) <= MAX_INFO else text[:MAX_INFO] + "..."))
+        if len(text) > MAX_INFO:
+            text = text[: MAX_INFO - KEPT_END] + " ... " + text[-KEPT_END:]
+        self.send("info string " + text)
 
 
 class SearchJob:

@@ -592,6 +592,20 @@ def test_a_fen_move_number_past_64_bits_is_refused_and_the_position_kept(raw: Ra
     assert chess.Move.from_uci(bestmove(lines)) in _after(START, chess.Move.from_uci("e2e4")).legal_moves
 
 
+def test_a_long_message_keeps_its_end_within_the_cap() -> None:
+    """A malformed FEN of 2,000 characters is quoted in its error: the info line was cut to 400
+    characters from the front, losing "; position unchanged", which tells the GUI what happened."""
+    import io
+
+    from klent.protocols.uci_search import MAX_INFO, Output
+
+    stream = io.StringIO()
+    Output(stream).info(f"position: bad FEN {'x' * 2000!r}; position unchanged")
+    line = stream.getvalue().strip()
+    assert line.startswith("info string position: bad FEN 'xxx") and line.endswith("; position unchanged")
+    assert " ... " in line and len(line) <= len("info string ") + MAX_INFO + len(" ... ")
+
+
 def test_go_nodes_past_the_largest_simulations_setting_is_searched_in_steps(raw: RawEngine) -> None:
     """`go nodes 9223372036854775807` was one Sequential Halving search planning every
     simulation up front: a MemoryError and `bestmove (none)` (10^9 nodes: 9.7 GB, and 20 s before
