@@ -20,6 +20,7 @@ from klent import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("klent.cli.export", "convert a training checkpoint to an ONNX model"),
     "quantize": ("klent.cli.quantize", "an int8 model from a float32 one, with its parity report"),
+    "centre": ("klent.cli.centre", "a model's action values shifted so that successive positions' values agree"),
     "train": ("klent.cli.train", "train a network by KLENT (or a baseline) self-play"),
     "distill": ("klent.cli.distill", "label positions with a teacher engine's move values"),
     "plot": ("klent.cli.plot", "plot learning curves of one or more training runs"),
