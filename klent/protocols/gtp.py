@@ -135,9 +135,12 @@ class GtpEngine:
     def run(self, stdin: BinaryIO) -> int:
         """Serve commands from ``stdin`` until ``quit`` or end of input; returns the exit status."""
         lines = LineReader(stdin, self._input_ready)
-        while (line := lines.get()) is not None:
-            if self.handle_line(line) == "quit":
-                break
+        try:
+            while (line := lines.get()) is not None:
+                if self.handle_line(line) == "quit":
+                    break
+        except BrokenPipeError:  # the controller closed its end: nobody is left to answer
+            log.info("the controller closed the connection; session ended")
         return 0
 
     def handle_line(self, line: str) -> str | None:
@@ -162,6 +165,8 @@ class GtpEngine:
                 self.streaming[command.name](command.id, command.args)
             else:
                 self._write(self.execute(command))
+        except BrokenPipeError:
+            raise  # not the command's fault: the controller is gone, and `run` ends the session
         except Exception as error:  # noqa: BLE001 - whatever goes wrong, the engine keeps serving
             message = " ".join(str(error).split()) or type(error).__name__
             if not isinstance(error, GtpError):

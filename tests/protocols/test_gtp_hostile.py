@@ -117,3 +117,21 @@ def test_loadsgf_refuses_a_file_larger_than_a_record_unread(gtp: GtpProcess, tmp
     just = tmp_path / "just.sgf"
     just.write_bytes(b"(;FF[4]SZ[9]C[" + b"x" * (MAX_SGF_BYTES - 100) + b"];B[ee])")
     assert gtp.send(f"loadsgf {just}") == "w"
+
+
+def test_a_controller_that_closes_its_end_ends_the_session_without_a_traceback(untrained_model) -> None:
+    """A match runner killed mid-game, or a GUI closed, leaves klent gtp writing into a closed
+    pipe: each answer raised BrokenPipeError, was caught as a failed command whose `?` reply
+    failed again, and the process died with two tracebacks on stderr."""
+    process = subprocess.Popen([sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9"),
+                                "--simulations", "4"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stdin is not None
+    process.stdout.close()
+    try:
+        process.stdin.write(b"name\ngenmove b\nversion\nname\n")
+        process.stdin.close()
+    except BrokenPipeError:
+        pass
+    assert process.wait(timeout=60) == 0
+    assert process.stderr is not None and "Traceback" not in process.stderr.read().decode()
