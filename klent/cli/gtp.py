@@ -8,6 +8,7 @@ neither torch nor fastapi.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -177,4 +178,10 @@ def run(args: argparse.Namespace) -> int:
         version=__version__,
     )
     engine = GtpEngine(config, out=sys.stdout)
-    return engine.run(sys.stdin.buffer)
+    status = engine.run(sys.stdin.buffer)
+    if engine.controller_gone:
+        # The input thread may still be blocked reading stdin, holding its lock, which aborts
+        # the interpreter's exit (SIGABRT); there is nothing left to write to a closed pipe.
+        sys.stderr.flush()
+        os._exit(status)
+    return status

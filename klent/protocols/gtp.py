@@ -127,6 +127,8 @@ class GtpEngine:
             "lz-genmove_analyze": lambda cid, args: self.stream_genmove_analyze(cid, args, "lz"),
             "kata-genmove_analyze": lambda cid, args: self.stream_genmove_analyze(cid, args, "kata"),
         }
+        # set when the controller closed its end mid-session (`run`)
+        self.controller_gone = False
         self.game = GoGame(self._default_size())
         self._new_game(self.game.initial_state())
 
@@ -141,6 +143,7 @@ class GtpEngine:
                     break
         except BrokenPipeError:  # the controller closed its end: nobody is left to answer
             log.info("the controller closed the connection; session ended")
+            self.controller_gone = True
         return 0
 
     def handle_line(self, line: str) -> str | None:

@@ -122,16 +122,18 @@ def test_loadsgf_refuses_a_file_larger_than_a_record_unread(gtp: GtpProcess, tmp
 def test_a_controller_that_closes_its_end_ends_the_session_without_a_traceback(untrained_model) -> None:
     """A match runner killed mid-game, or a GUI closed, leaves klent gtp writing into a closed
     pipe: each answer raised BrokenPipeError, was caught as a failed command whose `?` reply
-    failed again, and the process died with two tracebacks on stderr."""
+    failed again, and the process died with two tracebacks on stderr.  Its input stays open
+    here, so the input thread is still reading when the session ends: that aborted the
+    interpreter's exit (SIGABRT) until the session ended without waiting for it."""
     process = subprocess.Popen([sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9"),
                                 "--simulations", "4"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     assert process.stdout is not None and process.stdin is not None
     process.stdout.close()
+    process.stdin.write(b"name\ngenmove b\nversion\nname\n")
+    process.stdin.flush()
     try:
-        process.stdin.write(b"name\ngenmove b\nversion\nname\n")
+        assert process.wait(timeout=60) == 0
+    finally:
         process.stdin.close()
-    except BrokenPipeError:
-        pass
-    assert process.wait(timeout=60) == 0
     assert process.stderr is not None and "Traceback" not in process.stderr.read().decode()
