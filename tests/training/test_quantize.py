@@ -250,6 +250,8 @@ def test_gtp_precision_int8_plays_the_sibling(with_sibling: Path, monkeypatch, c
     chosen: list[Path | None] = []
 
     class Engine:  # stands in for klent.protocols.gtp.GtpEngine: records the model it would load
+        controller_gone = False
+
         def __init__(self, config, out) -> None:
             chosen.append(config.model)
 
