@@ -7,19 +7,19 @@ Why: a model without a value head values a position as V = sum pi Q (the KLENT p
 a calibrated model the value of a position and that of the position after a move are opposite,
 V(s) + V(s') = 0 on average over the model's own games.  The chess model distilled from
 Stockfish's value of every legal move was not: its Q regresses towards the mean of all legal
-moves, most of which lose material, so V(s) + V(s') averaged -0.46 over 2,942 pairs of its own
-positions (98 % of them below 0), as if each side to move were a quarter of the value scale
-worse off than it is.  In a search, leaf values then carry that bias with the sign of their
-depth's parity: a move read one ply deep gains it, a move read two plies deep loses it, and a
-move never visited keeps the network's biased Q.  Adding half the mean back to every action
-value (clipped to [-1, 1]) removes the bias where the search mixes depths; the moves' order in
-a position, and so the policy and reactive play, do not change.
+moves, most of which lose material, so every side to move looks worse off than it is
+(docs/experiments/2026-11-29-chess-action-value-bias.md has the numbers).  In a search, leaf
+values then carry that bias with the sign of their depth's parity: a move read one ply deep
+gains it, a move read two plies deep loses it, and a move never visited keeps the network's
+biased Q.  Adding half the mean back to every action value (clipped to [-1, 1]) removes the
+bias where the search mixes depths; the moves' order in a position, and so the policy and
+reactive play, do not change.
 
 The offset is measured on the model's games against itself, each move drawn from its policy
 (the positions a search's tree holds are the ones the policy leads to), from the initial
 position or from given openings and for at most a given number of plies: the bias is not the
-same in every phase of a game (chess: -0.49 in the first 40 plies from the initial position,
--0.12 from ply 120 to 160), so the offset depends on where it is measured.  It is written into
+same in every phase of a game (largest in the opening and middlegame), so the offset depends on
+where it is measured.  It is written into
 the model: the graph's action values pass through Add and Clip, and the metadata
 ``klent.q_offset`` records the offset.  Whether it plays better is a match question
 (benchmarks/RESULTS.md, "Chess strength").
@@ -37,8 +37,7 @@ from onnx import helper, numpy_helper
 
 from klent.engine.files import atomic_target
 from klent.engine.games.base import State
-from klent.engine.network import ACTION_VALUE_OUTPUT, STATE_VALUE_OUTPUT, OnnxEvaluator, state_values
-from klent.engine.search.reactive import reactive
+from klent.engine.network import ACTION_VALUE_OUTPUT, STATE_VALUE_OUTPUT, OnnxEvaluator, softmax, state_values
 
 OFFSET_KEY = "klent.q_offset"
 
@@ -68,11 +67,13 @@ def successive_sums(evaluator: OnnxEvaluator, starts: Sequence[State], plies: in
     sums: list[float] = []
     ply = 0
     while states and (plies is None or ply <= plies):
-        values = state_values(evaluator.evaluate(states))
+        evaluation = evaluator.evaluate(states)  # one call values the positions and draws the moves
+        values = state_values(evaluation)
+        policies = softmax(evaluation.policy_logits.astype(np.float64))
         sums += [before + float(value) for before, value in zip(previous, values) if before is not None]
         following, carried = [], []
-        for state, choice, value in zip(states, reactive(states, evaluator, temperature=1.0, rng=rng), values):
-            after = state.play(choice.action)
+        for state, policy, value in zip(states, policies, values):
+            after = state.play(int(rng.choice(policy.size, p=policy)))
             if not after.is_terminal:
                 following.append(after)
                 carried.append(float(value))
