@@ -57,7 +57,7 @@ class UciEngine:
         default_model = str(model) if model is not None else str(model_path_for(self.game, weights_dir))
         # the strength curve of the model being played (UCI_LimitStrength), by model file
         self._strength: tuple[str, StrengthCurve | None] | None = None
-        self._level: tuple[int, int] | None = None  # the last (UCI_Elo, simulations) said
+        self._level: tuple[str, int, int] | None = None  # the last (model, UCI_Elo, simulations) said
         declared = uci_options(default_model, precision, self._strength_curve(default_model, report=False))
         self.options = {option.name.lower(): option for option in declared}
         self.values: dict[str, bool | int | str] = {key: o.default for key, o in self.options.items()}
@@ -291,16 +291,15 @@ class UciEngine:
         if not self.values.get("uci_limitstrength"):
             return None
         model = str(self.values["modelfile"])
-        known = self._strength is not None and self._strength[0] == model
         curve = self._strength_curve(model)
         if curve is None:
             return None
         elo = int(self.values["uci_elo"])
         simulations = curve.simulations(elo)
-        if not known or self._level != (elo, simulations):
+        if self._level != (model, elo, simulations):
             play = "reactive play (one network call)" if simulations == 1 else f"{simulations} simulations a move"
             self.output.info(f"UCI_Elo {elo}: {play}, measured against {curve.scale}")
-        self._level = (elo, simulations)
+            self._level = (model, elo, simulations)
         return simulations
 
     def _load_player(self) -> Player | None:
