@@ -19,19 +19,21 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from klent.bench.ladder import parse_rung, read_rung
+from klent.bench.ladder import parse_rung
 from klent.engine.player import StrengthCurve, StrengthPoint
 from klent.engine.player.strength import curve_path, model_digest
+from klent.matchplay.records import read_results
+from klent.matchplay.results import summarise
 from klent.matchplay.stats import fit_rating
 
 
 def parse_point(text: str) -> tuple[int, Path, float]:
     """``SIMULATIONS:FOLDER=RATING`` as its three parts; argparse's error when malformed."""
     simulations, sep, rung = text.partition(":")
-    if not sep or not simulations.isdigit() or int(simulations) < 1:
+    folder, rating = parse_rung(rung)
+    if not sep or not simulations.isdigit() or int(simulations) < 1 or rating is None:
         raise argparse.ArgumentTypeError(
             f"a point is SIMULATIONS:FOLDER=RATING (simulations >= 1; 1 is reactive play), not {text!r}")
-    folder, rating = parse_rung(rung)
     return int(simulations), folder, rating
 
 
@@ -40,8 +42,7 @@ def build_curve(model: Path, scale: str, command: str, points: list[tuple[int, P
     folder cannot be read, a setting won or lost every game, or the ratings do not rise."""
     rungs = defaultdict(list)
     for simulations, folder, anchor in points:
-        rung = read_rung(folder, anchor)
-        rungs[simulations].append((rung.anchor, rung.summary))
+        rungs[simulations].append((anchor, summarise(read_results(folder))))
     measured = []
     for simulations in sorted(rungs):
         rating = fit_rating(rungs[simulations])

@@ -1,6 +1,6 @@
 """Match statistics, all of them: score, win rate with a Wilson 95% interval, the Elo
 difference, the sign test of paired games, the maximum-likelihood rating against rated
-anchors, and where a learning curve first reaches a score.
+anchors (of one player, or of a pool), and where a learning curve first reaches a score.
 
 A draw counts half a win.  The Wilson score interval is used rather than the normal
 approximation because matches are short and win rates near 0 or 1 are common (an untrained
@@ -17,17 +17,28 @@ the one root of sum(s - p(R)) = 0; the 95 % interval is the likelihood-ratio one
 the log-likelihood has fallen 1.92 (half of chi-square(1)'s 3.84) below its maximum.  Where
 every game was won (or lost) there is no finite maximum: the rating is reported as above
 (below) the bound that the games still allow.
+
+A pool of players (`fit_pool`: a program against several opponents that are not rated, which
+play each other or it, and at least one anchor that is) is fitted the same way: the ratings
+together maximise the likelihood of every game, found by coordinate ascent (each player's best
+rating against the others' current ones, in turn; the likelihood is concave, so this reaches
+its one maximum).  A player's interval is its profile likelihood-ratio one: the ratings at which
+the likelihood, with the other players refitted, has fallen 1.92 below its maximum.  With one
+player and its anchors this is the ladder above.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 CHI2_95_HALF = 1.920729410347062  # half the 95 % quantile of chi-square with one degree of freedom
 SPAN = 4000.0  # ratings searched within this many points of the anchors
+MAX_SWEEPS = 1000  # rounds of coordinate ascent at most when several players are fitted at once
+TOLERANCE = 1e-4  # Elo: coordinate ascent stops when no rating moves more
+BOUND_STEPS = 40  # bisections of an interval bound (each refits the pool): 8,000 / 2^40 Elo
 
 
 def wilson_interval(score: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -159,9 +170,9 @@ def log_likelihood(rating: float, rungs: Sequence[tuple[float, MatchSummary]]) -
     return total
 
 
-def _bisect(decreasing: Callable[[float], float], low: float, high: float) -> float:
+def _bisect(decreasing: Callable[[float], float], low: float, high: float, steps: int = 100) -> float:
     """The root of a decreasing function between ``low`` (positive) and ``high`` (negative)."""
-    for _ in range(100):
+    for _ in range(steps):
         middle = (low + high) / 2
         if decreasing(middle) > 0:
             low = middle
@@ -173,29 +184,95 @@ def _bisect(decreasing: Callable[[float], float], low: float, high: float) -> fl
 def fit_rating(rungs: Sequence[tuple[float, MatchSummary]]) -> Rating:
     """The rating that best explains every game of the ``(anchor rating, summary)`` rungs, with
     its likelihood-ratio 95 % interval (the module docstring)."""
-    games = sum(summary.games for _, summary in rungs)
-    if games == 0:
+    anchors = {f"anchor {i}": anchor for i, (anchor, _) in enumerate(rungs)}
+    return fit_pool([("player", f"anchor {i}", summary) for i, (_, summary) in enumerate(rungs)],
+                    anchors)["player"]
+
+
+def fit_pool(matches: Sequence[tuple[str, str, MatchSummary]], anchors: Mapping[str, float]) -> dict[str, Rating]:
+    """The ratings of every player of ``matches`` (first player, second player, the first's
+    results) that ``anchors`` does not rate, all fitted at once to every game, each with its
+    profile likelihood-ratio 95 % interval (the module docstring)."""
+    if not anchors:
+        raise ValueError("no anchor: rate at least one player")
+    if sum(summary.games for _, _, summary in matches) == 0:
         raise ValueError("no games to rate")
+    players = {name for first, second, _ in matches for name in (first, second)}
+    free = sorted(players - set(anchors))
+    if not free:
+        raise ValueError("every player is an anchor: no rating to fit")
+    _check_linked(matches, anchors, free)
+    bottom, top = min(anchors.values()) - SPAN, max(anchors.values()) + SPAN
+    views: dict[str, list[tuple[str, MatchSummary]]] = {name: [] for name in free}
+    for first, second, summary in matches:
+        if first in views:
+            views[first].append((second, summary))
+        if second in views:
+            views[second].append((first, MatchSummary.from_counts(summary.losses, summary.wins, summary.draws)))
+
+    def maximise(ratings: dict[str, float], held: str | None = None) -> dict[str, float]:
+        # Coordinate ascent on a concave likelihood: each player in turn to its best rating
+        # against the others' current ones, until no rating moves.
+        ratings = dict(ratings)
+        for _ in range(MAX_SWEEPS):
+            moved = 0.0
+            for name in free:
+                if name == held:
+                    continue
+                best = _best_rating([(ratings[other], summary) for other, summary in views[name]], bottom, top)
+                moved = max(moved, abs(best - ratings[name]))
+                ratings[name] = best
+            if moved < TOLERANCE:
+                break
+        return ratings
+
+    def likelihood(ratings: dict[str, float]) -> float:
+        return sum(log_likelihood(ratings[first], [(ratings[second], summary)]) for first, second, summary in matches)
+
+    fitted = maximise({**anchors, **{name: (bottom + top) / 2 for name in free}})
+    peak = likelihood(fitted)
+    result = {}
+    for name in free:
+        def drop(x: float, name: str = name) -> float:
+            return likelihood(maximise({**fitted, name: x}, held=name)) - (peak - CHI2_95_HALF)
+
+        elo = fitted[name]
+        # A bound beyond the searched span (all won, all lost, a handful of games) is no bound.
+        low = -math.inf if elo <= bottom or drop(bottom) > 0 else _bisect(lambda x: -drop(x), bottom, elo, BOUND_STEPS)
+        high = math.inf if elo >= top or drop(top) > 0 else _bisect(drop, elo, top, BOUND_STEPS)
+        elo = math.inf if elo >= top else -math.inf if elo <= bottom else elo
+        result[name] = Rating(elo, low, high)
+    return result
+
+
+def _best_rating(rungs: Sequence[tuple[float, MatchSummary]], bottom: float, top: float) -> float:
+    """The rating that maximises the likelihood of ``(opponent rating, summary)`` rungs, within
+    [``bottom``, ``top``]: the end it rises towards where every game was won or lost."""
+    games = sum(summary.games for _, summary in rungs)
     score = sum(summary.score for _, summary in rungs)
-    bottom = min(anchor for anchor, _ in rungs) - SPAN
-    top = max(anchor for anchor, _ in rungs) + SPAN
-    if 0 < score < games:
-        elo = _bisect(lambda x: score - sum(s.games * expected_score(x, a) for a, s in rungs), bottom, top)
-    else:
-        elo = top if score == games else bottom  # the likelihood rises without end towards it
-    peak = log_likelihood(elo, rungs)
+    if games == 0:
+        raise ValueError("a player without games")  # _check_linked rules this out
+    if score >= games:
+        return top
+    if score <= 0:
+        return bottom
+    return _bisect(lambda x: score - sum(s.games * expected_score(x, a) for a, s in rungs), bottom, top)
 
-    def drop(x: float) -> float:
-        return log_likelihood(x, rungs) - (peak - CHI2_95_HALF)
 
-    # A bound beyond the searched span (a handful of games) is no bound at all.
-    low = -math.inf if score == 0 or drop(bottom) > 0 else _bisect(lambda x: -drop(x), bottom, elo)
-    high = math.inf if score == games or drop(top) > 0 else _bisect(drop, elo, top)
-    if score == games:
-        elo = math.inf
-    elif score == 0:
-        elo = -math.inf
-    return Rating(elo, low, high)
+def _check_linked(matches: Sequence[tuple[str, str, MatchSummary]], anchors: Mapping[str, float],
+                  free: Sequence[str]) -> None:
+    """A ValueError naming a player whose games do not reach an anchor: nothing rates it."""
+    linked = set(anchors)
+    grew = True
+    while grew:
+        grew = False
+        for first, second, summary in matches:
+            if summary.games and (first in linked) != (second in linked):
+                linked |= {first, second}
+                grew = True
+    for name in free:
+        if name not in linked:
+            raise ValueError(f"{name}: no games link it to an anchor")
 
 
 def reach_point(evaluations: Sequence[float], scores: Sequence[float], target: float) -> float | None:

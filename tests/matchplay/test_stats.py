@@ -13,6 +13,7 @@ from klent.matchplay.stats import (
     MatchSummary,
     elo_difference,
     expected_score,
+    fit_pool,
     fit_rating,
     log_likelihood,
     reach_point,
@@ -104,6 +105,33 @@ def test_a_clean_sweep_has_one_finite_bound_only() -> None:
     assert sweep.elo == math.inf and sweep.high == math.inf and 1500 < sweep.low < 2500
     wiped = fit_rating([rung(1500, 0, 100)])
     assert wiped.elo == -math.inf and wiped.low == -math.inf and 500 < wiped.high < 1500
+
+
+def test_a_pool_chain_rates_each_player_by_the_games_that_reach_it() -> None:
+    # B met the anchor A; C met only B: C's rating is B's plus their own difference.
+    ab, bc = MatchSummary.from_counts(75, 25, 0), MatchSummary.from_counts(30, 70, 0)
+    ratings = fit_pool([("B", "A", ab), ("B", "C", bc)], {"A": 1000})
+    assert ratings["B"].elo == pytest.approx(1000 + elo_difference(0.75), abs=1e-3)
+    assert ratings["C"].elo == pytest.approx(ratings["B"].elo + elo_difference(0.70), abs=1e-3)
+    # C's interval carries B's uncertainty as well as its own games'
+    b, c = ratings["B"], ratings["C"]
+    assert b.low < b.elo < b.high and c.low < c.elo < c.high
+    assert c.high - c.low > b.high - b.low
+
+
+def test_a_pool_player_that_won_every_game_is_unbounded_above() -> None:
+    even, sweep = MatchSummary.from_counts(50, 50, 0), MatchSummary.from_counts(20, 0, 0)
+    ratings = fit_pool([("B", "A", even), ("C", "B", sweep)], {"A": 0})
+    assert ratings["B"].elo == pytest.approx(0, abs=1e-3)
+    assert ratings["C"].elo == math.inf and ratings["C"].high == math.inf and 0 < ratings["C"].low < 1000
+
+
+def test_a_pool_needs_games_that_link_each_player_to_an_anchor() -> None:
+    even = MatchSummary.from_counts(5, 5, 0)
+    with pytest.raises(ValueError, match="C: no games link it to an anchor"):
+        fit_pool([("B", "A", even), ("C", "D", even)], {"A": 0})
+    with pytest.raises(ValueError, match="no anchor"):
+        fit_pool([("B", "A", even)], {})
 
 
 def test_reach_point_interpolates_the_first_crossing_in_log_evaluations() -> None:
