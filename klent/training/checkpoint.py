@@ -160,8 +160,13 @@ def initial_weights(path: str | Path, game: Game, net_config: NetConfig) -> dict
 
 def transfers_between_boards(trained: Game, run: Game, net_config: NetConfig) -> bool:
     """Whether a ``trained`` network serves a run on another board: AlphaGateau's do between the
-    chess variants it knows (the paper's Gardner-to-chess fine-tuning)."""
-    return net_config.architecture == "gateau" and trained.name in BOARDS and run.name in BOARDS
+    chess variants it knows (the paper's Gardner-to-chess fine-tuning), and a Go network with
+    board heads between the sizes it lists (13x13 self-play from the 13x13-and-19x19 network)."""
+    if net_config.architecture == "gateau":
+        return trained.name in BOARDS and run.name in BOARDS
+    go_sizes = {f"go{size}" for size in net_config.board_sizes}
+    return (net_config.heads == "board" and trained.encoder_version == run.encoder_version
+            and trained.name in go_sizes and run.name in go_sizes)
 
 
 def remove_stale_temporaries(out: Path) -> list[Path]:

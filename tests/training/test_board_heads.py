@@ -15,8 +15,9 @@ import torch
 from klent.engine.games.go import GoGame
 from klent.engine.network import META_BOARD_SIZES, ModelMismatchError, OnnxEvaluator, read_model_info
 from klent.engine.player import Player, PlayOptions, go_board_sizes
+from klent.training.checkpoint import initial_weights
 from klent.training.export import export_onnx
-from klent.training.nets import KlentNet, NetConfig, build_net
+from klent.training.nets import KlentNet, NetConfig, build_net, save_checkpoint
 from klent.training.teacher import LabelConfig, label
 
 SIZES = (9, 13, 19)
@@ -138,3 +139,19 @@ def test_a_distillation_fits_two_sizes_in_turn(tmp_path: Path, gnugo_path: str) 
     wrong = config.replace(board_sizes=[9, 13])
     with pytest.raises(ValueError, match="board_sizes"):
         Trainer(wrong, tmp_path / "wrong", threads=1)
+
+
+def test_a_board_heads_checkpoint_starts_a_run_on_another_size_it_lists(tmp_path: Path) -> None:
+    """`klent train --init`: 13x13 self-play from the 13x13-and-19x19 network, but not on a size
+    it does not list, nor across encoder versions."""
+    go19 = GoGame(size=19, encoder=3)
+    path = tmp_path / "go19.pt"
+    save_checkpoint(path, build_net(go19, CONFIG), go19, CONFIG)
+    weights = initial_weights(path, GoGame(size=13, encoder=3), CONFIG)
+    assert weights.keys() == build_net(GoGame(size=13, encoder=3), CONFIG).state_dict().keys()
+    unlisted = dataclasses.replace(CONFIG, board_sizes=(13, 19))
+    save_checkpoint(tmp_path / "two.pt", build_net(go19, unlisted), go19, unlisted)
+    with pytest.raises(ValueError, match="is a go19 network"):
+        initial_weights(tmp_path / "two.pt", GoGame(size=9, encoder=3), unlisted)
+    with pytest.raises(ValueError, match="is a go19 network"):
+        initial_weights(path, GoGame(size=13, encoder=2), CONFIG)
