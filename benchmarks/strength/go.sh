@@ -38,6 +38,9 @@
 # not thinking on klent's time, capturing dead stones before it passes (`make test` builds it into
 # .venv/bin; scripts/install-pachi.sh): Pachi resigns a lost game, and klent resigns as klent gtp
 # does by default, e.g. SETTINGS=200 OPPONENT=pachi5000 OPENINGS=benchmarks/openings/go9-50.txt.
+# Pachi's playout levels have no published rating: `klent bench ladder` fits them from their games,
+# with GNU Go as the anchor, e.g. `klent bench ladder runs/strength/go9-1s-level10=0
+# runs/strength/go9-1s-pachi1000 runs/strength/go9-1s-pachi5000`.
 #
 # TIME_PER_MOVE (seconds, default 10) is the match's limit a move for both engines, and the clock
 # klent's searches are told (`time_settings`): TD search at 10,000 simulations takes 4-5 s a
