@@ -250,8 +250,6 @@ def _best_rating(rungs: Sequence[tuple[float, MatchSummary]], bottom: float, top
     [``bottom``, ``top``]: the end it rises towards where every game was won or lost."""
     games = sum(summary.games for _, summary in rungs)
     score = sum(summary.score for _, summary in rungs)
-    if games == 0:
-        raise ValueError("a player without games")  # _check_linked rules this out
     if score >= games:
         return top
     if score <= 0:

@@ -26,6 +26,7 @@ import torch
 from pydantic import Field, ValidationError
 
 from klent.engine.games.base import Game
+from klent.engine.games.go import GoGame
 from klent.engine.settings import Float, Int, key_path, one_line, section
 from klent.training.config import TrainConfig
 from klent.training.gateau import BOARDS
@@ -164,9 +165,9 @@ def transfers_between_boards(trained: Game, run: Game, net_config: NetConfig) ->
     board heads between the sizes it lists (13x13 self-play from the 13x13-and-19x19 network)."""
     if net_config.architecture == "gateau":
         return trained.name in BOARDS and run.name in BOARDS
-    go_sizes = {f"go{size}" for size in net_config.board_sizes}
-    return (net_config.heads == "board" and trained.encoder_version == run.encoder_version
-            and trained.name in go_sizes and run.name in go_sizes)
+    return (net_config.heads == "board" and isinstance(trained, GoGame) and isinstance(run, GoGame)
+            and trained.encoder_version == run.encoder_version
+            and trained.size in net_config.board_sizes and run.size in net_config.board_sizes)
 
 
 def remove_stale_temporaries(out: Path) -> list[Path]:
