@@ -10,10 +10,11 @@ in how many pairs each had the better referee margin.
 
 Games pair by their opening's moves and who moved first, read from each folder's
 ``summary.json``, so rows played from other opening files or in parts still pair correctly; a
-folder without recorded openings pairs by game number.  A row played in parts (other sessions,
-``--first-opening``) is given as all its folders: with more than two folders, those with equal
-settings but for the games and openings (`klent.matchplay.records.row_settings`) form one row, and
-there must be two rows.
+folder that passes over its openings more than once pairs the n-th game from a start with the
+other row's n-th game from it. A folder without recorded openings pairs by game number.  A row
+played in parts (other sessions, ``--first-opening``) is given as all its folders: with more than
+two folders, those with equal settings but for the games and openings
+(`klent.matchplay.records.row_settings`) form one row, and there must be two rows.
 
     klent bench paired runs/strength/gpuD-200-level10 runs/strength/abl-noown-200-level10
     klent bench paired runs/strength/td-s2{,r}-td-10000-level10 runs/strength/td-s2{,r}-dyna2-10000-level10
@@ -22,6 +23,7 @@ there must be two rows.
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,20 +58,24 @@ def rows(folders: Sequence[Path]) -> tuple[list[Path], list[Path]]:
 
 
 def row_games(row: Sequence[Path], openings: dict[Path, list[str]] | None) -> dict[tuple[object, ...], GameResult]:
-    """A row's finished games by their start: (opening moves, who moved first) from each
-    folder's recorded ``openings``, or by game number without them (a row of one folder)."""
+    """A row's finished games by their start: (opening moves, who moved first, the how-manieth
+    game of the folder from that start) from each folder's recorded ``openings``, or by game
+    number without them (a row of one folder).  Two folders of a row must not share a start."""
     games: dict[tuple[object, ...], GameResult] = {}
     for folder in row:
-        for result in read_results(folder):
+        seen: Counter[tuple[object, ...]] = Counter()
+        for result in sorted(read_results(folder), key=lambda result: result.game):
             if openings is None:
                 key: tuple[object, ...] = (result.game,)
             else:
                 texts, opening = openings[folder], result.opening
                 if not isinstance(opening, int) or not 0 <= opening < len(texts):
                     raise ValueError(f"{folder}: game {result.game} names no recorded opening ({opening})")
-                key = (texts[opening], result.first)
+                start = (texts[opening], result.first)
+                key = (*start, seen[start])
+                seen[start] += 1
             if key in games:
-                raise ValueError(f"{folder}: game {result.game} has the start of another game of its row")
+                raise ValueError(f"{folder}: game {result.game} has the start of a game in another part of its row")
             games[key] = result
     return games
 

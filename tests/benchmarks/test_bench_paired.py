@@ -98,7 +98,7 @@ def test_folders_that_make_no_two_rows_or_repeat_a_start_are_refused(tmp_path: P
     c = write_part(tmp_path / "c", "klent --mode search", file, [(1, 0, 1, "W+1.5")])
     with pytest.raises(ValueError, match="3 rows"):
         rows([a1, b, c])
-    with pytest.raises(ValueError, match="the start of another game"):
+    with pytest.raises(ValueError, match="the start of a game in another part"):
         compare([a1, again], [b])
     bare = write_row(tmp_path / "bare", [(1, 0, "B+5.5")])  # no summary.json: pairs by number only
     with pytest.raises(ValueError, match="no summary.json"):
@@ -108,3 +108,16 @@ def test_folders_that_make_no_two_rows_or_repeat_a_start_are_refused(tmp_path: P
     for argv in ([str(a1)], [str(a1), str(b), str(c)]):
         with pytest.raises(SystemExit):
             main(argv)
+
+
+def test_a_folder_that_passes_over_its_openings_twice_pairs_the_nth_game_from_each_start(tmp_path: Path) -> None:
+    file = ["C3 D4"]
+    # games 1-2 and 3-4 are two passes over the one opening; engine 1 is Black in the odd games
+    a = write_part(tmp_path / "a", "klent --mode td", file, [(1, 0, 0, "B+1.5"), (2, 0, 0, "W+3.5"),
+                                                          (3, 0, 1, "W+2.5"), (4, 0, 1, "B+4.5")])
+    b = write_part(tmp_path / "b", "klent --mode dyna2", file, [(1, 0, 1, "W+1.5"), (2, 0, 0, "W+0.5"),
+                                                             (3, 0, 1, "W+9.5"), (4, 0, 0, "W+1.5")])
+    paired = compare([a], [b])
+    # pairs (a, b) by game: 1-1 a only, 2-2 both, 3-3 neither, 4-4 b only
+    assert (paired.games, paired.first_wins, paired.second_wins) == (4, 2, 2)
+    assert (paired.only_first, paired.only_second) == (1, 1)
