@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     bar_start = 0 if before is None else before.positions
     bar.n = min(bar_start, config.positions)
+    bar.refresh()  # a resumed set shows its count before the first new shard, minutes later
     try:
         manifest = teacher.label(config, args.out, jobs=args.jobs, progress=progress)
     except EngineError as error:  # a teacher that crashed, hung (`shards.TEACHER_TIMEOUT`) or broke the protocol
