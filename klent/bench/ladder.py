@@ -12,8 +12,10 @@ against GNU Go: every player that is not an anchor gets its rating from all the 
 so opponents without a published rating (Pachi's playout levels) join the ladder through the
 games they play.  A player is its recorded command line with its UCI options, its search limit
 and the match's time a move (`summary.json`), so the same engine in two folders is one player;
-a folder without a summary has "engine 1" (the same player in all such folders) against an
-opponent of its own.
+its resignation threshold is left out, since it ends lost games sooner and chooses no move (klent
+resigns against Pachi, which resigns too, and plays GNU Go out, which never does).  A folder
+without a summary has "engine 1" (the same player in all such folders) against an opponent of
+its own.
 
 The anchors' ratings are what the user gives: Stockfish's ``UCI_Elo`` is calibrated at a
 longer time control than a benchmark's 0.2 s a move, so the rating is on the anchors' nominal
@@ -35,6 +37,8 @@ from klent.matchplay.records import read_results, recorded_config
 from klent.matchplay.results import distinct_games, summarise
 from klent.matchplay.stats import MatchSummary, Rating, expected_score, fit_pool
 
+RESIGN_FLAG = "--resign-threshold"
+
 
 @dataclass(frozen=True)
 class Match:
@@ -52,7 +56,7 @@ def player_name(config: dict, who: int) -> str:
     options, search limit and time a move that the match gave it: two folders' players with
     the same name played alike."""
     command = shlex.split(str(config["engines"][who]))
-    words = [Path(command[0]).name, *command[1:]] if command else ["?"]
+    words = [Path(command[0]).name, *_without_resignation(command[1:])] if command else ["?"]
     options = (config.get("uci_options") or [{}, {}])[who]
     words += [f"{key}={value}" for key, value in sorted(options.items())]
     limit = (config.get("uci_go") or ["", ""])[who]
@@ -62,6 +66,20 @@ def player_name(config: dict, who: int) -> str:
     elif seconds:
         words.append(f"({seconds:g} s a move)")
     return " ".join(words)
+
+
+def _without_resignation(arguments: list[str]) -> list[str]:
+    """``arguments`` less ``--resign-threshold X`` (or ``--resign-threshold=X``)."""
+    kept: list[str] = []
+    skip = False
+    for word in arguments:
+        if skip:
+            skip = False
+        elif word == RESIGN_FLAG:
+            skip = True
+        elif not word.startswith(RESIGN_FLAG + "="):
+            kept.append(word)
+    return kept
 
 
 def read_match(folder: Path) -> Match:

@@ -41,8 +41,11 @@ def test_the_command_reads_match_folders(tmp_path: Path, capsys: pytest.CaptureF
 def test_unrated_opponents_join_the_ladder_through_their_games(tmp_path: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     klent, gnugo, pachi = "/v/bin/klent gtp --time 1", "/usr/games/gnugo --level 10", "/v/bin/pachi -t =1000"
-    anchor = write_match(tmp_path / "klent-gnugo", [0, 0, 0, 1] * 5, (klent, gnugo))  # 0.75
-    unrated = write_match(tmp_path / "klent-pachi", [0, 1, 1, 1] * 5, (klent, pachi))  # 0.25
+    # klent plays GNU Go out and resigns against Pachi: the same player, as `benchmarks/strength/go.sh` runs them
+    anchor = write_match(tmp_path / "klent-gnugo", [0, 0, 0, 1] * 5,
+                         (f"{klent} --resign-threshold 0", gnugo))  # 0.75
+    unrated = write_match(tmp_path / "klent-pachi", [0, 1, 1, 1] * 5,
+                          (f"{klent} --resign-threshold=0.05", pachi))  # 0.25
     assert main([f"{anchor}=0", str(unrated)]) == 0
     out = capsys.readouterr().out
     assert "klent gtp --time 1 (10 s a move): rating 191 (95 % " in out
