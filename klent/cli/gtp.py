@@ -17,7 +17,6 @@ from klent import __version__
 from klent.cli import CommandError, add_device, add_search_tuning, check_device
 
 if TYPE_CHECKING:
-    from klent.engine.search.score_utility import ScoreUtility
     from klent.engine.search.td import TdConfig
 
 
@@ -67,9 +66,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="root Gumbel noise of the search (0: the strongest, deterministic choice; "
                         "1: as varied as self-play), so that games against a deterministic opponent "
                         "differ (default: 0)")
-    parser.add_argument("--score-utility", type=_score_utility, default=None, metavar="STATIC,DYNAMIC",
-                        help="search: weights of a bonus for the expected margin beside the win value, each in "
-                        "[0, 1], for a model with a score head; KataGo plays with 0.1,0.3 (default: 0,0, off)")
     parser.add_argument("--all-stones-alive", action="store_true",
                         help="count every stone alive at the end even with a model that has an ownership "
                         "head (the engine's judgement before that head; for comparisons)")
@@ -95,17 +91,6 @@ def _simulations(asked: int | None, seconds: float | None) -> int | None:
     if asked is not None:
         return asked
     return None if seconds is not None else DEFAULT_SIMULATIONS
-
-
-def _score_utility(text: str) -> ScoreUtility:
-    """--score-utility's STATIC,DYNAMIC weights, checked by argparse (a one-line error)."""
-    from klent.engine.search.score_utility import ScoreUtility
-
-    try:
-        static, dynamic = (float(word) for word in text.split(","))
-        return ScoreUtility(static, dynamic)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not two weights in [0, 1] such as 0.1,0.3") from None
 
 
 def _td_config(args: argparse.Namespace) -> TdConfig:
@@ -136,7 +121,6 @@ def run(args: argparse.Namespace) -> int:
     from klent.engine.games.go import GoGame
     from klent.engine.network import MAX_THREADS, model_at_precision
     from klent.engine.player import DEFAULT_MEMORY_MB, DEFAULT_WEIGHTS_DIR, PlayOptions, model_path_for
-    from klent.engine.search.score_utility import ScoreUtility
     from klent.protocols.gtp import GtpConfig, GtpEngine
 
     if args.model is not None and not Path(args.model).is_file():
@@ -181,8 +165,7 @@ def run(args: argparse.Namespace) -> int:
                             gumbel_scale=args.gumbel_scale, memory=(args.memory or DEFAULT_MEMORY_MB) * 2**20,
                             td_root_moves=args.td_root_moves, td_root_policy=args.td_root_policy, td=td,
                             rescale_floor=args.rescale_floor,
-                            wave_size=args.wave_size,
-                            score_utility=args.score_utility or ScoreUtility()),
+                            wave_size=args.wave_size),
         resign_threshold=args.resign_threshold,
         resign_moves=args.resign_moves,
         time_margin=args.time_margin,

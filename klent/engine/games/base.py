@@ -128,11 +128,6 @@ class State(ABC):
         result = self.outcome()
         return result if player == 0 else -result
 
-    def final_score(self) -> float | None:
-        """The points by which the side to move leads in this finished game (Go's count), or
-        None where the game keeps no score."""
-        return None
-
 
 class Game(ABC):
     """Rules, action space, observation encoder and move notation of one game.

@@ -160,11 +160,6 @@ class GoState(BoardState["GoGame"]):
             raise ValueError("outcome() of a game that is not over")
         return float(np.sign(self.score()))
 
-    def final_score(self) -> float:
-        """`score` from the view of the side to move."""
-        score = self.score()
-        return score if self._to_play == 0 else -score
-
     # --- Go specifics -------------------------------------------------------------------
 
     def board(self) -> np.ndarray:

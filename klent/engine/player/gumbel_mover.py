@@ -50,8 +50,7 @@ class GumbelMover:
         if floor is None:
             floor = PLAY_RESCALE_FLOOR if chess or isinstance(game, GoGame) else RESCALE_EPSILON
         wave = opts.wave_size or (CHESS_WAVE_SIZE if chess else GumbelConfig.wave_size)
-        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor, wave_size=wave,
-                              score_utility=opts.score_utility)
+        config = GumbelConfig(gumbel_scale=opts.gumbel_scale, rescale_floor=floor, wave_size=wave)
         limits = SearchLimits(simulations=opts.simulations, time=opts.time, stop=stop, memory=opts.memory)
         evaluator = network(self.evaluator)
         tablebase = self._tablebase()

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from klent.engine.search.score_utility import ScoreUtility
 from klent.engine.search.td import TdConfig
 
 Mode = Literal["reactive", "search", "td", "dyna2"]
@@ -65,9 +64,6 @@ class PlayOptions:
     batches pay more), so Go keeps 32.  On a GPU, where a batch of 32 costs little more than
     one, larger waves may pay: unmeasured.
 
-    ``score_utility``: the Gumbel search's bonus for the expected margin (`GumbelConfig.score_utility`,
-    for a model with a score head; off by default).
-
     ``td_root_moves``: the TD modes with a network (Sect. 4 of the TD search paper asks how
     to combine a search with prior knowledge): the greedy choice is made among the network
     policy's ``td_root_moves`` most probable moves, so that the network's sense of shape picks
@@ -99,7 +95,6 @@ class PlayOptions:
     td: TdConfig = TdConfig()
     rescale_floor: float | None = None
     wave_size: int | None = None
-    score_utility: ScoreUtility = ScoreUtility()
 
     def __post_init__(self) -> None:
         if self.rescale_floor is not None and not 0.0 < self.rescale_floor <= 2.0:

@@ -13,11 +13,7 @@ nodes and backs their values up.  The pieces:
 - leaves: a position that ends the game, or that a player may claim as a draw
   (`State.is_claimable_draw`: chess's threefold repetition and fifty-move rule where the game
   leaves claims to an arbiter), is a terminal node, valued without a network call.  A claimable
-  draw is one only where the search reaches it: the root's own game goes on, as its record did;
-- values: the network's (the value head, or sum pi Q), plus, with ``config.score_utility`` and a
-  model with a score head, a bonus for the expected margin around each root's own expected
-  score (`score_utility`); a tree continued from an earlier move keeps the bonuses it was built
-  with, around that move's centre.
+  draw is one only where the search reaches it: the root's own game goes on, as its record did.
 
 A root's result depends only on its own state, tree, Gumbel draw and the evaluator, never on
 the other roots of the call: searching 64 roots together gives the same moves as searching them
@@ -60,7 +56,6 @@ from klent.engine.search.action_selection import final_action
 from klent.engine.search.limits import Clock, SearchLimits
 from klent.engine.search.qtransforms import RESCALE_EPSILON, completed_q, improved_policy, sigma_q
 from klent.engine.search.result import SearchResult
-from klent.engine.search.score_utility import ScoreUtility
 from klent.engine.search.seq_halving import considered_visits, num_considered, phase_survivors
 from klent.engine.search.simulate import backup_all, children_q, release_all, select_wave
 from klent.engine.search.tree import Forest, SearchTree
@@ -80,9 +75,7 @@ class GumbelConfig:
     the states per evaluator call, which bounds how late a stop flag is noticed; the default of
     64 is meant for a CPU, raise it on a GPU, where larger batches pay.  ``rescale_floor`` is
     the smallest span of a node's completed Q that the min-max rescaling divides by
-    (`qtransforms`: mctx's 1e-8 by default, as in training).  ``score_utility`` adds a bonus for
-    the expected margin to every value the search backs up, where the model has a score head
-    (`score_utility`; off by default).
+    (`qtransforms`: mctx's 1e-8 by default, as in training).
     """
 
     max_considered: int = 16
@@ -92,7 +85,6 @@ class GumbelConfig:
     rescale_floor: float = RESCALE_EPSILON
     wave_size: int = 32
     max_batch: int = 64
-    score_utility: ScoreUtility = ScoreUtility()
 
     def __post_init__(self) -> None:
         if self.max_considered < 1 or self.wave_size < 1 or self.max_batch < 1:
@@ -160,14 +152,8 @@ class _Search:
         self.config = config
         self.clock = Clock(limits)
         self.num_actions = states[0].game.num_actions
-        _, height, width = states[0].game.observation_shape
-        self.width = float(np.sqrt(height * width))  # the board's side, the score utility's unit
         self.forest = _continued_forest(trees) or Forest()
         self.forest.max_bytes = limits.memory
-        if any(state.is_terminal for state in states):
-            raise ValueError("cannot search from a terminal position")
-        self.root_to_play = np.array([s.to_play for s in states])
-        self.centres = self._score_centres(states)
         self.roots = self._make_roots(states, trees)
         forest = self.forest
         # Room for the search, guessing each node has as many legal moves as its root; big or
@@ -221,6 +207,8 @@ class _Search:
         roots = np.full(len(states), -1, dtype=np.int32)
         fresh: list[int] = []
         for i, (state, tree) in enumerate(zip(states, trees)):
+            if state.is_terminal:
+                raise ValueError("cannot search from a terminal position")
             if tree is None:
                 fresh.append(i)
                 continue
@@ -232,7 +220,7 @@ class _Search:
             trees[i] = None  # the old forest is no longer needed here
         for chunk in _chunks(fresh, self.config.max_batch):
             chunk_states = [states[i] for i in chunk]
-            logits, values = self._evaluate(chunk_states, np.array(chunk))
+            logits, values = self._evaluate(chunk_states)
             no_parent = np.full(len(chunk), -1, dtype=np.int32)
             nodes = self.forest.add_expanded(chunk_states, no_parent, no_parent, logits, values)
             backup_all(self.forest.arrays, nodes, values)
@@ -293,9 +281,7 @@ class _Search:
         terminal = np.fromiter(ended_game, dtype=np.bool_, count=len(leaf_states))
         ended = np.flatnonzero(terminal)
         if ended.size:
-            ended_states = [leaf_states[i] for i in ended]
-            bonus = self._terminal_bonus(ended_states, leaf_root[ended], forest.to_play[leaf_node[ended]])
-            nodes = forest.add_terminal(ended_states, leaf_node[ended], leaf_edge[ended], bonus)
+            nodes = forest.add_terminal([leaf_states[i] for i in ended], leaf_node[ended], leaf_edge[ended])
             backup_all(forest.arrays, nodes, np.zeros(ended.size))
         pending = np.flatnonzero(~terminal)
         for start in range(0, pending.size, self.config.max_batch):
@@ -306,7 +292,7 @@ class _Search:
                 return False
             chunk = pending[start : start + self.config.max_batch]
             chunk_states = [leaf_states[i] for i in chunk]
-            logits, values = self._evaluate(chunk_states, leaf_root[chunk])
+            logits, values = self._evaluate(chunk_states)
             nodes = forest.add_expanded(chunk_states, leaf_node[chunk], leaf_edge[chunk], logits, values)
             backup_all(forest.arrays, nodes, values)
         return True
@@ -315,45 +301,9 @@ class _Search:
         """The time is up, the stop flag is set, or the tree has no room for another batch."""
         return self.clock.must_stop() or not self.forest.has_room(self.config.max_batch)
 
-    def _evaluate(self, states: list[State], roots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Policy logits and values of ``states``, met in the searches of ``roots`` (indices)."""
+    def _evaluate(self, states: list[State]) -> tuple[np.ndarray, np.ndarray]:
         evaluation = self.evaluator.evaluate(states)
-        values = state_values(evaluation).astype(np.float64)
-        if self.centres is not None and evaluation.score is not None:
-            values += self._score_bonus(evaluation.score.astype(np.float64), states, roots)
-        return evaluation.policy_logits, values
-
-    def _terminal_bonus(self, states: list[State], roots: np.ndarray, movers: np.ndarray) -> np.ndarray | None:
-        """The score utility of finished games' counts for the player whose move ended each,
-        to go with that move's reward (a terminal node's own value is not backed up); None
-        when there is none (the utility is off, or the game keeps no score)."""
-        finals = [s.final_score() for s in states]
-        if self.centres is None or any(f is None for f in finals):
-            return None
-        bonus = self._score_bonus(np.array(finals, dtype=np.float64), states, roots)
-        to_play = np.array([s.to_play for s in states])
-        return np.where(to_play == movers, bonus, -bonus)  # the bonus is odd in the score and its centre
-
-    def _score_centres(self, states: list[State]) -> np.ndarray | None:
-        """Each root's centre of the dynamic score term, from its own evaluation; None when
-        the score utility is off or the model has no score head."""
-        if not self.config.score_utility.active:
-            return None
-        scores = []
-        for chunk in _chunks(list(range(len(states))), self.config.max_batch):
-            score = self.evaluator.evaluate([states[i] for i in chunk]).score
-            if score is None:
-                return None
-            scores.append(score.astype(np.float64))
-        return ScoreUtility.centre(np.concatenate(scores))
-
-    def _score_bonus(self, scores: np.ndarray, states: list[State], roots: np.ndarray) -> np.ndarray:
-        """`ScoreUtility` of ``scores`` (each from its state's side to move), around the
-        centre of the root each state was met from, turned to that side's view."""
-        assert self.centres is not None
-        own = np.array([s.to_play for s in states]) == self.root_to_play[roots]
-        centres = np.where(own, self.centres[roots], -self.centres[roots])
-        return self.config.score_utility(scores, centres, self.width)
+        return evaluation.policy_logits, state_values(evaluation).astype(np.float64)
 
     def _result(self, r: int) -> SearchResult:
         forest = self.forest

@@ -218,22 +218,17 @@ class Forest:
         self._link(nodes[linked], parent_edges[linked], 0.0, np.where(same_player, 1.0, -1.0))
         return nodes
 
-    def add_terminal(
-        self, states: Sequence[State], parents: np.ndarray, parent_edges: np.ndarray, bonus: np.ndarray | None = None
-    ) -> np.ndarray:
+    def add_terminal(self, states: Sequence[State], parents: np.ndarray, parent_edges: np.ndarray) -> np.ndarray:
         """Create terminal nodes: value 0, no children, q of the edge = outcome for the mover
-        (0 for a claimable draw, `State.is_claimable_draw`, whose game has no outcome yet),
-        plus the mover's ``bonus`` where one is given (the search's score utility)."""
+        (0 for a claimable draw, `State.is_claimable_draw`, whose game has no outcome yet)."""
         nodes = self._new_nodes(states, parents, parent_edges)
         self.first_edge[nodes] = self.num_edges_used
         self.num_edges[nodes] = 0
         self.raw_value[nodes] = 0.0
         self.terminal[nodes] = True
         movers = self.to_play[parents].tolist()
-        rewards = np.array([s.reward_for(p) if s.is_terminal else 0.0 for s, p in zip(states, movers)])
-        if bonus is not None:
-            rewards += bonus
-        self._link(nodes, parent_edges, rewards, 0.0)
+        rewards = [s.reward_for(p) if s.is_terminal else 0.0 for s, p in zip(states, movers)]
+        self._link(nodes, parent_edges, np.array(rewards, dtype=np.float64), 0.0)
         return nodes
 
     def import_subtree(self, source: Forest, root: int) -> int:

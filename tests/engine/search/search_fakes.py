@@ -121,8 +121,7 @@ class WideGame(PathGame):
 
 
 class ScriptedEvaluator:
-    """Evaluator from functions of a state: logits, action values and optionally a value and a
-    score (the score head's points for the side to move).
+    """Evaluator from functions of a state: logits, action values and optionally a value.
 
     Records every batch (``batches``: list of batch sizes, ``seen``: evaluated states) and
     optionally sleeps ``delay`` seconds per batch to stand in for a network.
@@ -135,14 +134,12 @@ class ScriptedEvaluator:
         action_values: Callable[[State], np.ndarray] | None = None,
         value: Callable[[State], float] | None = None,
         delay: float = 0.0,
-        score: Callable[[State], float] | None = None,
     ) -> None:
         self.game = game
         zeros = np.zeros(game.num_actions, dtype=np.float32)
         self.logits = logits or (lambda state: zeros)
         self.action_values = action_values or (lambda state: zeros)
         self.value = value
-        self.score = score
         self.delay = delay
         self.batches: list[int] = []
         self.seen: list[State] = []
@@ -158,5 +155,4 @@ class ScriptedEvaluator:
         q = np.stack([np.asarray(self.action_values(s), dtype=np.float32) for s in states])
         logits, q = apply_legal_mask(logits, q, masks)
         value = None if self.value is None else np.array([self.value(s) for s in states], dtype=np.float32)
-        score = None if self.score is None else np.array([self.score(s) for s in states], dtype=np.float32)
-        return Evaluation(logits, q, value, score=score)
+        return Evaluation(logits, q, value)
