@@ -74,11 +74,13 @@ def test_every_shipped_config_loads_and_gpu_presets_are_the_papers_setup(tmp_pat
         copy = tmp_path / path.name
         copy.write_text(config_to_toml(config))
         assert load_config(copy) == config
-        if path.stem.endswith("_gpu"):
+        if path.stem.endswith("_gpu") and config.algo != "distill":  # self-play: the paper's setup
             assert config.selfplay.games == 1024 and config.optim.batch_size == 4096
             assert (config.blocks, config.channels) == (6, 128)
             assert config.optim.lr == 1e-3 and config.selfplay.steps >= 256
     assert load_config(CONFIGS / "go9_gpu.toml").selfplay.steps == 2048  # appendix C
+    distill = load_config(CONFIGS / "go_distill_gpu.toml")  # the recipe of weights/go19.onnx
+    assert (distill.algo, distill.blocks, distill.channels, distill.optim.precision) == ("distill", 8, 96, "bfloat16")
 
 
 def test_config_errors_name_the_problem(tmp_path: Path) -> None:
