@@ -12,7 +12,6 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from klent.engine.games.symmetry import dihedral
 from klent.training.nets import NetOutputs
 from klent.training.ownership import auxiliary_loss
 from klent.training.selfplay import Samples
@@ -57,9 +56,12 @@ def fit(
 ) -> dict[str, float]:
     """Minimise ``loss_fn`` over ``samples`` in shuffled minibatches; mean loss parts.
 
-    Minibatches are gathered on the host and moved one at a time, so an iteration's samples
-    (millions on the paper's setup) never have to fit in GPU memory.  With ``symmetries`` (a
-    `Game.symmetries` table) each minibatch is replaced by its image under a random one.  With
+    Minibatches are gathered where the samples are kept (`_keep`): on a GPU when the
+    iteration's samples fit in a quarter of its free memory, so that the host gathers nothing,
+    else on the host, moved one at a time, so that an iteration's samples (millions on the
+    paper's setup) never have to fit in GPU memory.  With ``symmetries`` (a `Game.symmetries`
+    table) each minibatch is replaced by its image under a random one, turned where the network
+    runs.  With
     ``autocast`` (e.g. torch.bfloat16) the network runs in that precision where autocast
     allows; its outputs are cast back to float32 before the loss, so log-softmax, the KL and
     the squared errors are float32 sums.  A non-finite loss raises `TrainingDiverged` before
@@ -79,17 +81,19 @@ def fit(
     if samples.ownership is not None and samples.score is not None:
         fields["ownership"] = samples.ownership
         fields["score"] = samples.score
+    kept = _keep(fields, device)
+    where = kept["obs"].device
+    tables = None if symmetries is None or len(symmetries) <= 1 else torch.from_numpy(symmetries).to(device)
     totals: dict[str, float] = {}
     steps = 0
     for _ in range(epochs):
-        order = torch.randperm(len(samples)).numpy()
+        order = torch.randperm(len(samples))
         for start in range(0, len(order), batch_size):
-            index = order[start : start + batch_size]
-            arrays = {k: v[index] for k, v in fields.items()}
-            if symmetries is not None and len(symmetries) > 1:
-                chosen = int(torch.randint(len(symmetries), ()).item())
-                arrays = symmetry_image(arrays, chosen, symmetries[chosen])
-            batch = {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+            index = order[start : start + batch_size].to(where)
+            batch = {k: v[index].to(device) for k, v in kept.items()}
+            if tables is not None:  # turned where the network runs
+                chosen = int(torch.randint(len(tables), ()).item())
+                batch = symmetry_image(batch, chosen, tables[chosen])
             with torch.autocast(device.type, dtype=autocast or torch.float32, enabled=autocast is not None):
                 outputs = model(batch["obs"])
             loss, parts = loss_fn(outputs.as_float(), batch)
@@ -104,18 +108,30 @@ def fit(
     return {name: total / steps for name, total in totals.items()}
 
 
-def symmetry_image(
-    arrays: dict[str, np.ndarray], index: int, permutation: np.ndarray
-) -> dict[str, np.ndarray]:
-    """A minibatch's training fields as they read on the board turned by symmetry ``index``.
+def _keep(fields: dict[str, np.ndarray], device: torch.device) -> Batch:
+    """The training fields as tensors where minibatches are gathered: on ``device`` when it is a
+    GPU with four times their size free, else on the host (without a copy)."""
+    if device.type == "cuda":
+        size = sum(array.nbytes for array in fields.values())
+        if 4 * size <= torch.cuda.mem_get_info(device)[0]:
+            return {k: torch.from_numpy(v).to(device) for k, v in fields.items()}
+    return {k: torch.from_numpy(v) for k, v in fields.items()}
+
+
+def symmetry_image(batch: Batch, index: int, permutation: torch.Tensor) -> Batch:
+    """A minibatch's training fields as they read on the board turned by symmetry ``index``
+    (`klent.engine.games.symmetry.dihedral`, on the tensors' own device).
 
     ``permutation[a]`` is the image of action ``a``, so per-action columns move to their image
     (``new[:, permutation[a]] = old[:, a]``) and taken actions are mapped; per-point columns
     (ownership) move with the point's action; values and scores do not change.
     """
-    inverse = np.argsort(permutation)
-    per_action = {k: arrays[k][:, inverse] for k in ("masks", "policy", "q_targets") if k in arrays}
-    if "ownership" in arrays:
-        points = arrays["ownership"].shape[1]  # the board points are the first actions
-        per_action["ownership"] = arrays["ownership"][:, inverse[:points]]
-    return {**arrays, **per_action, "obs": dihedral(arrays["obs"], index), "actions": permutation[arrays["actions"]]}
+    inverse = torch.argsort(permutation)
+    per_action = {k: batch[k].index_select(1, inverse) for k in ("masks", "policy", "q_targets") if k in batch}
+    if "ownership" in batch:
+        points = batch["ownership"].shape[1]  # the board points are the first actions
+        per_action["ownership"] = batch["ownership"].index_select(1, inverse[:points])
+    obs = torch.rot90(batch["obs"], index % 4, dims=(-2, -1))
+    if index >= 4:
+        obs = torch.flip(obs, dims=(-1,))
+    return {**batch, **per_action, "obs": obs.contiguous(), "actions": permutation[batch["actions"]]}

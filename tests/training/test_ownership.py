@@ -147,12 +147,13 @@ def test_symmetry_image_moves_ownership_with_the_board() -> None:
     owner = state.ownership().ravel().astype(np.float32)
     arrays = {"obs": game.encode_batch([state]), "masks": state.legal_mask()[None], "actions": np.array([0]),
               "ownership": owner[None], "score": np.array([1.5], np.float32)}
+    batch = {name: torch.from_numpy(array) for name, array in arrays.items()}
     for index in range(1, len(table)):
-        image = symmetry_image(arrays, index, table[index])
+        image = symmetry_image(batch, index, torch.from_numpy(table[index]))
         turned = np.empty(25, np.float32)
         turned[table[index][:25]] = owner
-        np.testing.assert_array_equal(image["ownership"][0], turned)
-        assert image["score"][0] == 1.5
+        np.testing.assert_array_equal(image["ownership"][0].numpy(), turned)
+        assert float(image["score"][0]) == 1.5
 
 
 def test_net_outputs_convert_to_float32() -> None:

@@ -593,8 +593,10 @@ def test_symmetry_image_is_the_batch_of_the_turned_positions() -> None:
         }
 
     original = batch(0)
+    tensors = {name: torch.from_numpy(array) for name, array in original.items()}
     for index in range(1, len(table)):
-        image, expected = symmetry_image(original, index, table[index]), batch(index)
+        image = {k: v.numpy() for k, v in symmetry_image(tensors, index, torch.from_numpy(table[index])).items()}
+        expected = batch(index)
         assert set(image) == set(expected)
         for name in ("obs", "masks", "actions", "returns"):
             np.testing.assert_array_equal(image[name], expected[name])
