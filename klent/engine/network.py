@@ -50,6 +50,14 @@ class Evaluator(Protocol):
         ...
 
 
+class EncodedEvaluator(Protocol):
+    """An evaluator of already encoded positions (`OnnxEvaluator`), which wrappers build on."""
+
+    game: Game
+
+    def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation: ...
+
+
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Softmax over the last axis, stable for masked logits."""
     shifted = logits - logits.max(axis=-1, keepdims=True)

@@ -29,23 +29,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from klent.engine.games.base import Game, State
-from klent.engine.network import Evaluation, encode_states
+from klent.engine.network import EncodedEvaluator, Evaluation, encode_states
 
 # Called after each network call with (positions, seconds).
 BatchObserver = Callable[[int, float], None]
-
-
-class EncodedEvaluator(Protocol):
-    """What the batcher needs of the evaluator it wraps (`klent.engine.network.OnnxEvaluator`)."""
-
-    game: Game
-
-    def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation: ...
 
 
 class EvaluatorClosedError(RuntimeError):

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 
 import torch
 
-from klent.engine.network import Evaluator
+from klent.engine.network import EncodedEvaluator, Evaluator
 from klent.training.fitting import Batch, Loss
 from klent.training.nets import NetOutputs
-from klent.training.selfplay import EncodedEvaluator, GameSlots, Samples
+from klent.training.selfplay import GameSlots, Samples
 
 if TYPE_CHECKING:
     from klent.engine.games.base import Game

@@ -30,11 +30,11 @@ import torch
 import torch.nn.functional as F
 
 from klent.engine.games.go import GoState
-from klent.engine.network import Evaluation
+from klent.engine.network import EncodedEvaluator, Evaluation
 from klent.training.fitting import Batch, Loss
 from klent.training.nets import NetOutputs
 from klent.training.ownership import final_targets
-from klent.training.selfplay import EncodedEvaluator, GameSlots, Samples, StepResult, sample_actions
+from klent.training.selfplay import GameSlots, Samples, StepResult, sample_actions
 
 # ---------------------------------------------------------------------------------------------
 # Hyperparameters and the ablation presets (paper table 2)

@@ -19,21 +19,14 @@ faster (ONNX Runtime usually is on a CPU; see klent/bench/training.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, NamedTuple, Protocol
+from typing import Annotated, NamedTuple
 
 import numpy as np
 from pydantic import Field
 
 from klent.engine.games.base import Game, State
-from klent.engine.network import Evaluation
 from klent.engine.settings import Float, Int, Str, section
 from klent.training.archive import StartArchive, replay
-
-
-class EncodedEvaluator(Protocol):
-    """What self-play needs from a network: a batch of encoded states in, masked outputs out."""
-
-    def evaluate_encoded(self, obs: np.ndarray, masks: np.ndarray) -> Evaluation: ...
 
 
 @section
