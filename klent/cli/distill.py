@@ -6,7 +6,8 @@
 
 Chess: every legal move of every stored position gets the teacher's value, from its centipawn
 score (--value cp, tanh(cp / 543): the scale Ruoss et al. used) or its WDL as W - L (--value wdl).
-Go: the teacher's top moves with its move values, its move, the final result and ownership.
+Go: the teacher's top moves with its move values (GNU Go; Pachi, which lists none: its move alone),
+its move, the final result and ownership.
 With --student, a network plays the first plies after the opening of each game, so that the
 set holds the positions that network reaches (DAgger), labelled by the teacher.
 The set then trains a network with `klent train --algo distill --data data/chess`.  The run is

@@ -1,11 +1,13 @@
-"""The Go teacher (GTP: GNU Go) and its labelled games.
+"""The Go teacher (GTP: GNU Go or Pachi) and its labelled games.
 
-Go, with a GTP teacher (GNU Go): the first ``opening_plies`` moves are random (off the first
-line), then the teacher plays itself; every later position gets the teacher's
-``top_moves_black/white`` with its move values (points, GNU Go's scale), the teacher's move,
-and from the end of the game the result (``final_score``) and each point's final owner
-(``final_status_list``: territory, living and seki stones for their colour, dead stones for
-the captor), both from the view of the player to move.
+Go, with a GTP teacher: the first ``opening_plies`` moves are random (off the first line), then
+the teacher plays itself; every later position gets the teacher's move and from the end of the
+game the result (``final_score``) and each point's final owner (``final_status_list``:
+territory, living and seki stones for their colour, dead stones for the captor), both from the
+view of the player to move.  A teacher with ``top_moves_black/white`` (GNU Go) lists its best
+moves with their values (points, GNU Go's scale), and its move is the first of them; a teacher
+without it (Pachi) is asked to ``genmove``, and its move is listed alone.  Such a teacher must
+play its games out (Pachi: ``resign_threshold=0``), since a game's labels come from its end.
 """
 
 from __future__ import annotations
@@ -29,11 +31,10 @@ FINAL_STATUSES = ("black_territory", "white_territory", "alive", "seki", "dead")
 def play_labelled_go_game(
     teacher: GtpProcess, config: LabelConfig, index: int, student: Player | None = None
 ) -> LabelledGame:
-    """Go game ``index``: GNU Go (or another GTP engine with ``top_moves_black/white`` and
-    ``final_status_list``) against itself from ``opening_plies`` random moves off the first
-    line (and the ``student``'s plies, if the set has one), every later position labelled
-    with the teacher's top moves; then the final score and ownership as the teacher judges
-    them (dead stones removed)."""
+    """Go game ``index``: a GTP engine with ``final_status_list`` (GNU Go, Pachi) against itself
+    from ``opening_plies`` random moves off the first line (and the ``student``'s plies, if the
+    set has one), every later position labelled with the teacher's top moves or its move; then
+    the final score and ownership as the teacher judges them (dead stones removed)."""
     game = rules(config.game)
     assert isinstance(game, GoGame)
     rng = np.random.default_rng([config.seed, index])
@@ -47,26 +48,28 @@ def play_labelled_go_game(
         teacher.send(f"set_random_seed {index}")
     except GtpFailure:
         pass  # an engine without it plays its own way
+    lists_moves = teacher.send("known_command top_moves_black") == "true"
     while not state.is_terminal and state.move_number < config.max_plies:
         colour = "bw"[state.to_play]
+        played = False  # whether the teacher's board has the move already (genmove)
         if state.move_number < config.opening_plies:
             inner = off_the_edge(state)
             action = int(rng.choice(inner)) if inner else game.pass_action
         elif student is not None and state.move_number < handover:
             action = student_move(student, state)
         else:
-            side = "black" if colour == "b" else "white"
-            listed = teacher.send(f"top_moves_{side}", timeout=TEACHER_TIMEOUT).split()
-            top = [(game.parse_vertex(v), float(x)) for v, x in zip(listed[::2], listed[1::2])]
-            legal = state.legal_mask()
-            top = [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
+            if lists_moves:
+                top = _listed_moves(teacher, state, colour)
+            else:
+                top, played = [(_generated_move(teacher, state, colour, index), 0.0)], True
             action = top[0][0] if top else game.pass_action
             record.hashes.append(go_position_hash(state))
             record.actions.append(np.array([a for a, _ in top] or [game.pass_action], dtype=np.int32))
             record.values.append(np.array([x for _, x in top] or [0.0], dtype=np.float32))
             record.teacher_moves.append(action)
         vertex = game.vertex(action)
-        teacher.send(f"play {colour} {vertex}")
+        if not played:
+            teacher.send(f"play {colour} {vertex}")
         record.moves.append(vertex)
         state = state.play(action)
     score = teacher.send("final_score", timeout=TEACHER_TIMEOUT)
@@ -74,16 +77,54 @@ def play_labelled_go_game(
     if result is None:
         raise EngineError(f"the teacher's final_score {score!r} is not a score")
     record.result = result
-    owner = np.zeros(game.size * game.size, dtype=np.int8)
+    record.ownership = _final_ownership(teacher, state)
+    return record
+
+
+def _final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
+    """``int8[points]``: each point's final owner from Black's view, as the teacher judges the
+    finished game: its territory and stone lists (GNU Go), or, from a teacher that lists only
+    stones (Pachi: alive, seki and dead), the area of the board without its dead stones."""
+    game = state.game
     stones = state.board().reshape(-1)
-    for status in FINAL_STATUSES:
-        for vertex in teacher.send(f"final_status_list {status}", timeout=TEACHER_TIMEOUT).split():
+    try:
+        listed = {status: teacher.send(f"final_status_list {status}", timeout=TEACHER_TIMEOUT).split()
+                  for status in FINAL_STATUSES}
+    except GtpFailure:
+        dead = {game.parse_vertex(v) for v in teacher.send("final_status_list dead", timeout=TEACHER_TIMEOUT).split()}
+        alive = [[p for p in np.flatnonzero(stones == colour).tolist() if p not in dead] for colour in (1, -1)]
+        return game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play).ownership().reshape(-1)
+    owner = np.zeros(game.size * game.size, dtype=np.int8)
+    for status, vertices in listed.items():
+        for vertex in vertices:
             point = game.parse_vertex(vertex)
             # territory: its colour; a living stone (seki too): its own; a dead stone: the captor's
             owner[point] = {"black_territory": 1, "white_territory": -1, "dead": -stones[point]}.get(
                 status, stones[point])
-    record.ownership = owner
-    return record
+    return owner
+
+
+def _listed_moves(teacher: GtpProcess, state: GoState, colour: str) -> list[tuple[int, float]]:
+    """The teacher's best legal moves in ``state`` with their values, best first (GNU Go's
+    ``top_moves_black/white``)."""
+    game = state.game
+    side = "black" if colour == "b" else "white"
+    listed = teacher.send(f"top_moves_{side}", timeout=TEACHER_TIMEOUT).split()
+    top = [(game.parse_vertex(v), float(x)) for v, x in zip(listed[::2], listed[1::2])]
+    legal = state.legal_mask()
+    return [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
+
+
+def _generated_move(teacher: GtpProcess, state: GoState, colour: str, index: int) -> int:
+    """The move the teacher plays in ``state`` (``genmove``, which plays it on its board too)."""
+    reply = teacher.send(f"genmove {colour}", timeout=TEACHER_TIMEOUT)
+    if reply.lower() == "resign":
+        raise EngineError(f"the teacher resigned game {index}: a teacher without top_moves must play its "
+                          "games out (Pachi: resign_threshold=0)")
+    action = state.game.parse_vertex(reply)
+    if not state.legal_mask()[action]:
+        raise EngineError(f"the teacher played {reply}, an illegal move here (game {index})")
+    return action
 
 
 def go_position_hash(state: GoState) -> int:

@@ -388,6 +388,26 @@ def test_the_label_command_says_what_it_did(tmp_path: Path, capsys: pytest.Captu
         assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
+def test_pachi_teaches_by_its_moves_and_its_judgement_of_the_end(tmp_path: Path, pachi_path: str) -> None:
+    """A teacher without ``top_moves`` (Pachi): its ``genmove`` is the one listed move, and the
+    final owners are the area of the board without the stones it lists dead, so that each
+    position's score agrees with the game's result."""
+    config = teacher.LabelConfig(game="go9", teacher=f"{pachi_path} -t =500 threads=1,pondering=0,pass_all_alive,"
+                                 "resign_threshold=0", positions=20, depth=None, max_plies=200, opening_plies=4,
+                                 games_per_shard=1)
+    manifest = teacher.label(config, tmp_path / "pachi", jobs=1)
+    assert manifest.teacher_name.startswith("Pachi") and manifest.positions >= 20
+    for path in teacher.shard_paths(tmp_path / "pachi"):
+        shard = teacher.read_shard(path)
+        np.testing.assert_array_equal(np.diff(shard["label_start"]), 1)  # its move alone
+        np.testing.assert_array_equal(shard["action"], shard["teacher_action"])
+    game = klent.engine.games.get("go9")
+    data = LabelledSet.load(tmp_path / "pachi", game, progress=False)
+    assert data.score is not None and data.ownership is not None
+    np.testing.assert_array_equal(np.sign(data.score), data.value[data.label_start[:-1]])
+    assert (np.abs(data.ownership).sum(axis=1) > 0).all()
+
+
 def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, gnugo_path: str) -> None:
     config = teacher.LabelConfig(game="go9", teacher=f"{gnugo_path} --mode gtp --level 1 --chinese-rules",
                                  positions=40, depth=None, max_plies=60, opening_plies=4, games_per_shard=2,
