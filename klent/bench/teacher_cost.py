@@ -1,18 +1,22 @@
-"""What a Go teacher's labels cost: GNU Go's CPU seconds per labelled position, by board size and level.
+"""What a Go teacher's labels cost: its CPU seconds per labelled position, by board size and level.
 
 `klent distill label --game goN` asks the teacher, at every position after the opening, for
-its ``top_moves`` (its move and the values of its candidates), and at the end of each game
-for ``final_score`` and the ``final_status_list`` of every point.  This benchmark plays the
-teacher against itself the same way, from the same kind of random opening, and times those
+its ``top_moves`` (its move and the values of its candidates; a teacher without them, Pachi,
+for its ``genmove``), and at the end of each game for ``final_score`` and the
+``final_status_list`` of every point.  This benchmark plays the teacher against itself the
+same way (`klent.training.teacher_go`), from the same kind of random opening, and times those
 calls by the teacher process's own CPU time (user + system, from /proc: the machine's other
 load is not counted), so the level and the number of positions of a set can be chosen by what
 they cost:
 
     klent bench teacher_cost --sizes 9 13 19 --levels 1 5 10 --moves 120
+    klent bench teacher_cost --sizes 9 --levels 1000 10000 --teacher \
+        "pachi -t ={level} threads=1,pondering=0,pass_all_alive,resign_threshold=0"
 
-Per size and level it prints the seconds per position over the first ``--moves`` plies (and
-in their first and second halves: the middle game costs more), the end-of-game labels, and
-the positions a CPU-hour buys at that rate.
+A level is GNU Go's ``--level``, or what replaces ``{level}`` in the teacher's command line
+(Pachi's playouts a move).  Per size and level it prints the seconds per position over the
+first ``--moves`` plies (and in their first and second halves: the middle game costs more),
+the end-of-game labels, and the positions a CPU-hour buys at that rate.
 """
 
 from __future__ import annotations
@@ -27,9 +31,7 @@ import numpy as np
 from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame
 from klent.matchplay.engine_process import GtpProcess, find_program
 from klent.matchplay.openings import off_the_edge
-from klent.training.teacher_go import FINAL_STATUSES
-
-END_OF_GAME = ("final_score", *(f"final_status_list {status}" for status in FINAL_STATUSES))
+from klent.training.teacher_go import final_ownership, generated_move, listed_moves
 
 
 def cpu_seconds(pid: int) -> float:
@@ -39,34 +41,47 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def teacher_at(teacher: str, level: int) -> list[str]:
+    """The teacher's command line at ``level``: ``{level}`` replaced, else GNU Go's ``--level``."""
+    if "{level}" in teacher:
+        return shlex.split(teacher.replace("{level}", str(level)))
+    return [*shlex.split(teacher), "--level", str(level)]
+
+
 def measure(teacher: str, size: int, level: int, moves: int, seed: int) -> dict[str, float]:
-    """One self-play game of ``teacher`` at ``level`` on ``size``: CPU seconds per ``top_moves``
-    call, by half, and of the end-of-game calls."""
+    """One self-play game of ``teacher`` at ``level`` on ``size``: CPU seconds per labelled
+    position (``top_moves`` or ``genmove``), by half, and of the end-of-game calls."""
     game = GoGame(size)
     rng = np.random.default_rng([seed, size, level])
-    with GtpProcess([*shlex.split(teacher), "--level", str(level)]) as engine:
+    with GtpProcess(teacher_at(teacher, level)) as engine:
         pid = engine.process.pid
-        for command in (f"boardsize {size}", "clear_board", f"komi {game.komi:g}", f"set_random_seed {seed}"):
+        for command in (f"boardsize {size}", "clear_board", f"komi {game.komi:g}"):
             engine.send(command)
+        if engine.send("known_command set_random_seed") == "true":
+            engine.send(f"set_random_seed {seed}")
+        lists_moves = engine.send("known_command top_moves_black") == "true"
         state, costs = game.initial_state(), []
         for ply in range(moves):
             if state.is_terminal:
                 break
             colour = "bw"[state.to_play]
+            played = False
             if ply < 6:  # the labeller's opening: random moves off the first line
                 action = int(rng.choice(off_the_edge(state)))
             else:
                 before = cpu_seconds(pid)
-                listed = engine.send(f"top_moves_{'black' if colour == 'b' else 'white'}", timeout=600.0).split()
+                if lists_moves:
+                    top = listed_moves(engine, state, colour)
+                    action = top[0][0] if top else game.pass_action
+                else:
+                    action, played = generated_move(engine, state, colour, 0), True
                 costs.append(cpu_seconds(pid) - before)
-                action = game.parse_vertex(listed[0]) if listed else game.pass_action
-                if not state.legal_mask()[action]:  # GNU Go ignores positional superko
-                    action = game.pass_action
-            engine.send(f"play {colour} {game.vertex(action)}")
+            if not played:
+                engine.send(f"play {colour} {game.vertex(action)}")
             state = state.play(action)
         before = cpu_seconds(pid)
-        for command in END_OF_GAME:
-            engine.send(command, timeout=600.0)
+        engine.send("final_score", timeout=600.0)
+        final_ownership(engine, state)
         end = cpu_seconds(pid) - before
     half = len(costs) // 2
     return {"position": statistics.mean(costs), "first": statistics.mean(costs[:half]),
@@ -76,10 +91,12 @@ def measure(teacher: str, size: int, level: int, moves: int, seed: int) -> dict[
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="klent bench teacher_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[9, 13, 19], help="board sizes (default 9 13 19)")
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 5, 10], help="GNU Go levels (default 1 5 10)")
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 5, 10],
+                        help="GNU Go levels, or what replaces {level} in --teacher (default 1 5 10)")
     parser.add_argument("--moves", type=int, default=120, help="plies of each game (default 120)")
     parser.add_argument("--teacher", default="gnugo --mode gtp --chinese-rules",
-                        help="the teacher's command line, without --level (default: GNU Go)")
+                        help="the teacher's command line, without --level, or with {level} where its "
+                        "level goes (default: GNU Go)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     program = shlex.split(args.teacher)[0]

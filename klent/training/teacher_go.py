@@ -59,9 +59,9 @@ def play_labelled_go_game(
             action = student_move(student, state)
         else:
             if lists_moves:
-                top = _listed_moves(teacher, state, colour)
+                top = listed_moves(teacher, state, colour)
             else:
-                top, played = [(_generated_move(teacher, state, colour, index), 0.0)], True
+                top, played = [(generated_move(teacher, state, colour, index), 0.0)], True
             action = top[0][0] if top else game.pass_action
             record.hashes.append(go_position_hash(state))
             record.actions.append(np.array([a for a, _ in top] or [game.pass_action], dtype=np.int32))
@@ -77,11 +77,11 @@ def play_labelled_go_game(
     if result is None:
         raise EngineError(f"the teacher's final_score {score!r} is not a score")
     record.result = result
-    record.ownership = _final_ownership(teacher, state)
+    record.ownership = final_ownership(teacher, state)
     return record
 
 
-def _final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
+def final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
     """``int8[points]``: each point's final owner from Black's view, as the teacher judges the
     finished game: its territory and stone lists (GNU Go), or, from a teacher that lists only
     stones (Pachi: alive, seki and dead), the area of the board without its dead stones."""
@@ -104,7 +104,7 @@ def _final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
     return owner
 
 
-def _listed_moves(teacher: GtpProcess, state: GoState, colour: str) -> list[tuple[int, float]]:
+def listed_moves(teacher: GtpProcess, state: GoState, colour: str) -> list[tuple[int, float]]:
     """The teacher's best legal moves in ``state`` with their values, best first (GNU Go's
     ``top_moves_black/white``)."""
     game = state.game
@@ -115,7 +115,7 @@ def _listed_moves(teacher: GtpProcess, state: GoState, colour: str) -> list[tupl
     return [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
 
 
-def _generated_move(teacher: GtpProcess, state: GoState, colour: str, index: int) -> int:
+def generated_move(teacher: GtpProcess, state: GoState, colour: str, index: int) -> int:
     """The move the teacher plays in ``state`` (``genmove``, which plays it on its board too)."""
     reply = teacher.send(f"genmove {colour}", timeout=TEACHER_TIMEOUT)
     if reply.lower() == "resign":
