@@ -23,7 +23,6 @@ BENCHMARKS = {
     "teacher_cost": "a Go teacher's CPU seconds per labelled position, by board size and level",
     "analysis_speed": "visits/s of klent analysis (KataGo's protocol) beside klent gtp's kata-analyze",
     "endings": "tablebase endings against Stockfish: KRvKR draws kept, KQvK/KRvK/KPvK wins mated",
-    "agreement": "a Go model's top-1 agreement with its teacher on held-out positions, by board symmetries averaged",
 }
 
 

@@ -77,10 +77,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds of lag kept per move when on a clock (default: 0.2)")
     parser.add_argument("--threads", type=int, default=None,
                         help="ONNX Runtime threads, 1 to 64 (default: cores, at most 4)")
-    parser.add_argument("--symmetries", type=int, choices=range(1, 9), default=1, metavar="{1..8}",
-                        help="average the network's outputs over this many images of the board (rotations, "
-                        "then mirrored), one batch a position: a better policy for that many evaluations "
-                        "(default: 1)")
     add_device(parser)
     parser.add_argument("--seed", type=int, default=None, help="random seed (reproducible games)")
     parser.add_argument("--name", default="klent", help="what `name` answers (default: klent)")
@@ -175,7 +171,6 @@ def run(args: argparse.Namespace) -> int:
         time_margin=args.time_margin,
         threads=args.threads,
         device=args.device,
-        symmetries=args.symmetries,
         seed=args.seed,
         judge_dead_stones=not args.all_stones_alive,
         td_weights=None if args.td_weights is None else Path(args.td_weights),

@@ -68,7 +68,6 @@ class GtpConfig:
     time_margin: float = 0.2  # seconds of lag kept per move
     threads: int | None = None
     device: str = "auto"  # klent.engine.network.DEVICE_CHOICES
-    symmetries: int = 1  # board images the network's outputs are averaged over (`Player.load`)
     seed: int | None = None
     name: str = "klent"
     version: str = "0"
@@ -250,7 +249,6 @@ class GtpEngine:
                     device=self.config.device,
                     seed=self.config.seed,
                     td_weights=self.config.td_weights,
-                    symmetries=self.config.symmetries,
                 )
             except (OSError, ValueError) as error:  # every load failure (`Player.load`)
                 raise GtpError(f"cannot load model: {error}") from None

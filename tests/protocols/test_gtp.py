@@ -536,29 +536,3 @@ def test_a_size_without_shipped_weights_is_unacceptable() -> None:
         assert process.send("boardsize 19") == ""
     finally:
         process.close()
-
-
-def test_klent_gtp_symmetries_plays_the_averaged_policy_on_19x19() -> None:
-    """`klent gtp --mode reactive --symmetries 8` plays the averaged policy's argmax, in a
-    position where one network call would play another move."""
-    from klent.engine.network import OnnxEvaluator
-    from klent.engine.symmetric import SymmetricEvaluator
-
-    moves = ("Q16", "D4", "Q3", "C16", "R6", "D14")
-    network = OnnxEvaluator("weights/go19.onnx", game=GoGame(19), threads=1)
-    game = network.game
-    state = game.initial_state()
-    for move in moves:
-        state = state.play(game.text_to_action(state, move))
-    plain = game.action_to_text(state, int(network.evaluate([state]).policy_logits[0].argmax()))
-    averaged = SymmetricEvaluator(network, 8).evaluate([state]).policy_logits[0]
-    expected = game.action_to_text(state, int(averaged.argmax()))
-    assert expected != plain
-    process = GtpProcess([sys.executable, "-m", "klent", "gtp", "--mode", "reactive", "--symmetries", "8"])
-    try:
-        process.send("boardsize 19")
-        for colour, move in zip("bwbwbw", moves):
-            process.send(f"play {colour} {move}")
-        assert process.send("genmove b").upper() == expected.upper()
-    finally:
-        process.close()

@@ -31,7 +31,6 @@ from klent.engine.player.weights import DEFAULT_WEIGHTS_DIR, load_td_weights, mo
 from klent.engine.search.gumbel import UniformEvaluator, warm_up
 from klent.engine.search.td import ShapeWeights, TdConfig, TdSearch
 from klent.engine.search.td import warm_up as warm_up_td
-from klent.engine.symmetric import SymmetricEvaluator
 from klent.engine.tablebase import Tablebase, probe_root
 
 JUDGE_SIMULATIONS = 400  # simulated games that judge dead stones for a player without a network
@@ -103,12 +102,10 @@ class Player:
         td_weights: str | Path | None = None,
         precision: str = "float32",
         device: str = "auto",
-        symmetries: int = 1,
     ) -> Player:
         """A player for ``game`` with the model at ``model`` or the shipped one in ``weights_dir``,
         or, at ``precision`` "int8", that model's quantized sibling (`model_at_precision`), run
-        on ``device`` (`klent.engine.network.DEVICE_CHOICES`; default: the GPU when there is one),
-        its outputs averaged over ``symmetries`` images of the board (`SymmetricEvaluator`).
+        on ``device`` (`klent.engine.network.DEVICE_CHOICES`; default: the GPU when there is one).
 
         Raises FileNotFoundError when there is no model, and a ValueError subclass when the
         model cannot play (trained for another game or encoder version, not a klent model, one
@@ -124,9 +121,7 @@ class Player:
             raise FileNotFoundError(f"no model for {game.name}: {path} does not exist")
         path = Path(model_at_precision(path, precision))
         evaluator = OnnxEvaluator(path, game=game, device=device, threads=threads)
-        if symmetries == 1:
-            return cls(evaluator, options=options, seed=seed, permanent=permanent)
-        return cls(SymmetricEvaluator(evaluator, symmetries), options=options, seed=seed, permanent=permanent)
+        return cls(evaluator, options=options, seed=seed, permanent=permanent)
 
     @classmethod
     def without_model(cls, game: Game, options: PlayOptions = DEFAULT_OPTIONS, seed: int | None = None) -> Player:
