@@ -74,7 +74,11 @@ def measure(teacher: str, size: int, level: int, moves: int, seed: int) -> dict[
                     top = listed_moves(engine, state, colour)
                     action = top[0][0] if top else game.pass_action
                 else:
-                    action, played = generated_move(engine, state, colour, 0), True
+                    move = generated_move(engine, state, colour, 0)
+                    if move is None:  # it resigned: the game ends here
+                        costs.append(cpu_seconds(pid) - before)
+                        break
+                    action, played = move, True
                 costs.append(cpu_seconds(pid) - before)
             if not played:
                 engine.send(f"play {colour} {game.vertex(action)}")

@@ -6,8 +6,15 @@ game the result (``final_score``) and each point's final owner (``final_status_l
 territory, living and seki stones for their colour, dead stones for the captor), both from the
 view of the player to move.  A teacher with ``top_moves_black/white`` (GNU Go) lists its best
 moves with their values (points, GNU Go's scale), and its move is the first of them; a teacher
-without it (Pachi) is asked to ``genmove``, and its move is listed alone.  Such a teacher must
-play its games out (Pachi: ``resign_threshold=0``), since a game's labels come from its end.
+without it (Pachi) is asked to ``genmove``, and its move is listed alone.
+
+Such a teacher may resign.  Its game then ends there, and is counted as it stands: the area of
+the board without the stones the teacher lists dead (``final_status_list dead``) is both the
+final ownership and the result.  Where that count does not favour the side that did not resign
+(territory still open), the game's positions are dropped rather than labelled with a result the
+teacher did not believe.  Resigning keeps the teacher's lost games from their end: a Monte-Carlo
+engine that may not resign plays a lost game on at random, its groups die, and every such game
+ends with one colour owning the whole board.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ def play_labelled_go_game(
     except GtpFailure:
         pass  # an engine without it plays its own way
     lists_moves = teacher.send("known_command top_moves_black") == "true"
+    resigned: str | None = None  # the colour that resigned
     while not state.is_terminal and state.move_number < config.max_plies:
         colour = "bw"[state.to_play]
         played = False  # whether the teacher's board has the move already (genmove)
@@ -61,7 +69,11 @@ def play_labelled_go_game(
             if lists_moves:
                 top = listed_moves(teacher, state, colour)
             else:
-                top, played = [(generated_move(teacher, state, colour, index), 0.0)], True
+                move = generated_move(teacher, state, colour, index)
+                if move is None:
+                    resigned = colour
+                    break
+                top, played = [(move, 0.0)], True
             action = top[0][0] if top else game.pass_action
             record.hashes.append(go_position_hash(state))
             record.actions.append(np.array([a for a, _ in top] or [game.pass_action], dtype=np.int32))
@@ -72,6 +84,12 @@ def play_labelled_go_game(
             teacher.send(f"play {colour} {vertex}")
         record.moves.append(vertex)
         state = state.play(action)
+    if resigned is not None:
+        record.ownership = judged_area(teacher, state)
+        record.result = float(record.ownership.sum()) - game.komi
+        if np.sign(record.result) != (1 if resigned == "w" else -1):  # the count disagrees: drop
+            record.hashes, record.actions, record.values, record.teacher_moves = [], [], [], []
+        return record
     score = teacher.send("final_score", timeout=TEACHER_TIMEOUT)
     result = score_points(score)
     if result is None:
@@ -79,6 +97,16 @@ def play_labelled_go_game(
     record.result = result
     record.ownership = final_ownership(teacher, state)
     return record
+
+
+def judged_area(teacher: GtpProcess, state: GoState) -> np.ndarray:
+    """``int8[points]``: the area of the board from Black's view without the stones the teacher
+    lists dead (Tromp-Taylor: an empty region is the colour's that alone borders it)."""
+    game = state.game
+    stones = state.board().reshape(-1)
+    dead = {game.parse_vertex(v) for v in teacher.send("final_status_list dead", timeout=TEACHER_TIMEOUT).split()}
+    alive = [[p for p in np.flatnonzero(stones == colour).tolist() if p not in dead] for colour in (1, -1)]
+    return game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play).ownership().reshape(-1)
 
 
 def final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
@@ -91,9 +119,7 @@ def final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
         listed = {status: teacher.send(f"final_status_list {status}", timeout=TEACHER_TIMEOUT).split()
                   for status in FINAL_STATUSES}
     except GtpFailure:
-        dead = {game.parse_vertex(v) for v in teacher.send("final_status_list dead", timeout=TEACHER_TIMEOUT).split()}
-        alive = [[p for p in np.flatnonzero(stones == colour).tolist() if p not in dead] for colour in (1, -1)]
-        return game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play).ownership().reshape(-1)
+        return judged_area(teacher, state)
     owner = np.zeros(game.size * game.size, dtype=np.int8)
     for status, vertices in listed.items():
         for vertex in vertices:
@@ -115,12 +141,12 @@ def listed_moves(teacher: GtpProcess, state: GoState, colour: str) -> list[tuple
     return [(a, x) for a, x in top if legal[a]]  # GNU Go ignores positional superko
 
 
-def generated_move(teacher: GtpProcess, state: GoState, colour: str, index: int) -> int:
-    """The move the teacher plays in ``state`` (``genmove``, which plays it on its board too)."""
+def generated_move(teacher: GtpProcess, state: GoState, colour: str, index: int) -> int | None:
+    """The move the teacher plays in ``state`` (``genmove``, which plays it on its board too);
+    None when it resigns."""
     reply = teacher.send(f"genmove {colour}", timeout=TEACHER_TIMEOUT)
     if reply.lower() == "resign":
-        raise EngineError(f"the teacher resigned game {index}: a teacher without top_moves must play its "
-                          "games out (Pachi: resign_threshold=0)")
+        return None
     action = state.game.parse_vertex(reply)
     if not state.legal_mask()[action]:
         raise EngineError(f"the teacher played {reply}, an illegal move here (game {index})")

@@ -19,7 +19,8 @@ import pytest
 import torch
 
 import klent.engine.games
-from klent.training import dagger, shards, teacher, teacher_chess
+from klent.matchplay.engine_process import GtpProcess
+from klent.training import dagger, shards, teacher, teacher_chess, teacher_go
 from klent.training.config import EvalConfig, OptimConfig, load_config
 from klent.training.distill import (
     Distill,
@@ -388,13 +389,54 @@ def test_the_label_command_says_what_it_did(tmp_path: Path, capsys: pytest.Captu
         assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
 
 
+RESIGNING_TEACHER = """\
+import sys
+# genmove: Black walls off column D, White column H, one point a move; call N resigns.
+moves = [column + str(row) for row in range(1, 10) for column in "DH"]
+resign_at, made = int(sys.argv[1]), 0
+for line in sys.stdin:
+    words = line.split()
+    if words and words[0] == "set_random_seed":
+        print("? unknown command\\n", flush=True)
+        continue
+    reply = ""
+    if words and words[0] == "genmove":
+        reply = "resign" if made == resign_at else moves[made]
+        made += 1
+    elif words and words[0] == "known_command":
+        reply = "false"
+    elif words and words[0] == "name":
+        reply = "Scripted"
+    print("= " + reply + "\\n", flush=True)
+    if words and words[0] == "quit":
+        break
+"""
+
+
+@pytest.mark.parametrize(("resign_at", "kept"), [(17, True), (18, False)])
+def test_a_teachers_resignation_ends_its_game_counted_as_it_stands(tmp_path: Path, resign_at: int,
+                                                                   kept: bool) -> None:
+    """A ``genmove`` teacher that resigns: the game ends, its area without dead stones is the
+    result and the ownership (Black walls off 36 points, White 8 or 18, komi 7.5), and a game
+    whose count favours the side that resigned is dropped."""
+    script = tmp_path / "teacher.py"
+    script.write_text(RESIGNING_TEACHER)
+    config = teacher.LabelConfig(game="go9", teacher=f"{sys.executable} {script} {resign_at}", positions=1,
+                                 depth=None, max_plies=100, opening_plies=0)
+    with GtpProcess(config.teacher) as scripted:
+        record = teacher_go.play_labelled_go_game(scripted, config, 0)
+    assert record.ownership is not None and len(record.moves) == resign_at
+    white = 8 if resign_at == 17 else 18  # H1-H8 (H9 opens White's side to the middle), or all of H and J
+    assert record.result == 36 - white - 7.5
+    assert len(record.hashes) == len(record.teacher_moves) == (resign_at if kept else 0)
+
+
 def test_pachi_teaches_by_its_moves_and_its_judgement_of_the_end(tmp_path: Path, pachi_path: str) -> None:
     """A teacher without ``top_moves`` (Pachi): its ``genmove`` is the one listed move, and the
     final owners are the area of the board without the stones it lists dead, so that each
-    position's score agrees with the game's result."""
-    config = teacher.LabelConfig(game="go9", teacher=f"{pachi_path} -t =500 threads=1,pondering=0,pass_all_alive,"
-                                 "resign_threshold=0", positions=20, depth=None, max_plies=200, opening_plies=4,
-                                 games_per_shard=1)
+    position's score agrees with the game's result, whether it was played out or resigned."""
+    config = teacher.LabelConfig(game="go9", teacher=f"{pachi_path} -t =500 threads=1,pondering=0,pass_all_alive",
+                                 positions=20, depth=None, max_plies=200, opening_plies=4, games_per_shard=1)
     manifest = teacher.label(config, tmp_path / "pachi", jobs=1)
     assert manifest.teacher_name.startswith("Pachi") and manifest.positions >= 20
     for path in teacher.shard_paths(tmp_path / "pachi"):
