@@ -31,7 +31,7 @@ import numpy as np
 from klent.engine.games.go import MAX_SIZE, MIN_SIZE, GoGame
 from klent.matchplay.engine_process import GtpProcess, find_program
 from klent.matchplay.openings import off_the_edge
-from klent.training.teacher_go import final_ownership, generated_move, listed_moves
+from klent.training.teacher_go import final_ownership, teacher_move
 
 
 def cpu_seconds(pid: int) -> float:
@@ -65,23 +65,16 @@ def measure(teacher: str, size: int, level: int, moves: int, seed: int) -> dict[
             if state.is_terminal:
                 break
             colour = "bw"[state.to_play]
-            played = False
             if ply < 6:  # the labeller's opening: random moves off the first line
                 action = int(rng.choice(off_the_edge(state)))
+                engine.send(f"play {colour} {game.vertex(action)}")
             else:
                 before = cpu_seconds(pid)
-                if lists_moves:
-                    top = listed_moves(engine, state, colour)
-                    action = top[0][0] if top else game.pass_action
-                else:
-                    move = generated_move(engine, state, colour, 0)
-                    if move is None:  # it resigned: the game ends here
-                        costs.append(cpu_seconds(pid) - before)
-                        break
-                    action, played = move, True
+                top = teacher_move(engine, state, colour, lists_moves, 0)
                 costs.append(cpu_seconds(pid) - before)
-            if not played:
-                engine.send(f"play {colour} {game.vertex(action)}")
+                if top is None:  # it resigned: the game ends here
+                    break
+                action = top[0][0]
             state = state.play(action)
         before = cpu_seconds(pid)
         engine.send("final_score", timeout=600.0)

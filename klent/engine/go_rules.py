@@ -35,7 +35,7 @@ stands wins.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
@@ -94,9 +94,15 @@ def judge(state: GoState, owner: np.ndarray | None) -> Judgement:
     board = state.board().ravel()
     black_view = owner.ravel() * (1 if state.to_play == 0 else -1)
     dead = go_board.dead_stones(board, game.size, black_view)
+    return Judgement(state, without_stones(state, dead), frozenset(dead))
+
+
+def without_stones(state: GoState, dead: Collection[int]) -> GoState:
+    """``state`` with the stones on the points ``dead`` removed: the position a referee counts,
+    set up with the same side to move."""
+    board = state.board().ravel()
     alive = [[p for p in np.flatnonzero(board == colour).tolist() if p not in dead] for colour in (1, -1)]
-    judged = game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play)
-    return Judgement(state, judged, frozenset(dead))
+    return state.game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play)
 
 
 class MoveRules:

@@ -24,6 +24,7 @@ import hashlib
 import numpy as np
 
 from klent.engine.games.go import GoGame, GoState
+from klent.engine.go_rules import without_stones
 from klent.engine.player import Player
 from klent.matchplay.engine_process import EngineError, GtpFailure, GtpProcess
 from klent.matchplay.openings import off_the_edge
@@ -59,30 +60,24 @@ def play_labelled_go_game(
     resigned: str | None = None  # the colour that resigned
     while not state.is_terminal and state.move_number < config.max_plies:
         colour = "bw"[state.to_play]
-        played = False  # whether the teacher's board has the move already (genmove)
         if state.move_number < config.opening_plies:
             inner = off_the_edge(state)
             action = int(rng.choice(inner)) if inner else game.pass_action
+            teacher.send(f"play {colour} {game.vertex(action)}")
         elif student is not None and state.move_number < handover:
             action = student_move(student, state)
+            teacher.send(f"play {colour} {game.vertex(action)}")
         else:
-            if lists_moves:
-                top = listed_moves(teacher, state, colour)
-            else:
-                move = generated_move(teacher, state, colour, index)
-                if move is None:
-                    resigned = colour
-                    break
-                top, played = [(move, 0.0)], True
-            action = top[0][0] if top else game.pass_action
+            top = teacher_move(teacher, state, colour, lists_moves, index)
+            if top is None:
+                resigned = colour
+                break
+            action = top[0][0]
             record.hashes.append(go_position_hash(state))
-            record.actions.append(np.array([a for a, _ in top] or [game.pass_action], dtype=np.int32))
-            record.values.append(np.array([x for _, x in top] or [0.0], dtype=np.float32))
+            record.actions.append(np.array([a for a, _ in top], dtype=np.int32))
+            record.values.append(np.array([x for _, x in top], dtype=np.float32))
             record.teacher_moves.append(action)
-        vertex = game.vertex(action)
-        if not played:
-            teacher.send(f"play {colour} {vertex}")
-        record.moves.append(vertex)
+        record.moves.append(game.vertex(action))
         state = state.play(action)
     if resigned is not None:
         record.ownership = judged_area(teacher, state)
@@ -102,11 +97,8 @@ def play_labelled_go_game(
 def judged_area(teacher: GtpProcess, state: GoState) -> np.ndarray:
     """``int8[points]``: the area of the board from Black's view without the stones the teacher
     lists dead (Tromp-Taylor: an empty region is the colour's that alone borders it)."""
-    game = state.game
-    stones = state.board().reshape(-1)
-    dead = {game.parse_vertex(v) for v in teacher.send("final_status_list dead", timeout=TEACHER_TIMEOUT).split()}
-    alive = [[p for p in np.flatnonzero(stones == colour).tolist() if p not in dead] for colour in (1, -1)]
-    return game.setup_state(black=alive[0], white=alive[1], to_play=state.to_play).ownership().reshape(-1)
+    listed = teacher.send("final_status_list dead", timeout=TEACHER_TIMEOUT).split()
+    return without_stones(state, {state.game.parse_vertex(v) for v in listed}).ownership().reshape(-1)
 
 
 def final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
@@ -128,6 +120,19 @@ def final_ownership(teacher: GtpProcess, state: GoState) -> np.ndarray:
             owner[point] = {"black_territory": 1, "white_territory": -1, "dead": -stones[point]}.get(
                 status, stones[point])
     return owner
+
+
+def teacher_move(teacher: GtpProcess, state: GoState, colour: str, lists_moves: bool,
+                 index: int) -> list[tuple[int, float]] | None:
+    """The teacher's move in ``state`` with the moves it lists, best first, its own first, played
+    on its board: GNU Go's ``top_moves`` (``lists_moves``; a pass when it lists none), or the move
+    a teacher without them generates, alone with value 0; None when it resigned."""
+    if lists_moves:
+        top = listed_moves(teacher, state, colour) or [(state.game.pass_action, 0.0)]
+        teacher.send(f"play {colour} {state.game.vertex(top[0][0])}")
+        return top
+    move = generated_move(teacher, state, colour, index)
+    return None if move is None else [(move, 0.0)]
 
 
 def listed_moves(teacher: GtpProcess, state: GoState, colour: str) -> list[tuple[int, float]]:
