@@ -1,12 +1,18 @@
 """`klent export`: a training checkpoint (or an untrained network) -> an ONNX model file.
 
     klent export runs/go9/checkpoint.pt -o weights/go9.onnx
+    klent export runs/chess-8x96/checkpoint.pt -o weights/training/chess-8x96/weights.pt
     klent export --random --game go9 --blocks 6 --channels 64 -o /tmp/go9-untrained.onnx
     klent export runs/gardner-gateau/checkpoint.pt --game chess -o /tmp/gateau-chess.onnx
 
 ``--game`` with a checkpoint exports its weights for another board: an AlphaGateau network
 learnt on Gardner chess plays 8x8 chess unchanged (the paper's zero-shot transfer); the model's
 training facts then say which board it learnt on (``trained_on``).
+
+An output ending in ``.pt`` is a checkpoint instead: the network alone, in float16, with its
+training facts and no optimiser state, which a later run starts from with ``--init``.  It is a
+third to a sixth of the trainer's ``checkpoint.pt`` (Adam keeps two float32 moments a weight),
+small enough to commit for a network that would not fit the repository otherwise.
 
 ``--random`` exports a freshly initialised (seeded) network: a stand-in model for tests and
 speed measurements, with no learned knowledge at all.  ``--quantize int8`` writes the int8
@@ -28,12 +34,13 @@ from klent.cli.quantize import add_calibration_arguments, quantize_with_report
 from klent.engine.games.base import Game
 from klent.training.checkpoint import transfers_between_boards
 from klent.training.export import export_onnx
-from klent.training.nets import KlentNet, NetConfig, build_net, count_parameters, load_checkpoint
+from klent.training.nets import KlentNet, NetConfig, build_net, count_parameters, load_checkpoint, save_checkpoint
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", nargs="?", help="training checkpoint (.pt) to export")
-    parser.add_argument("-o", "--output", required=True, help="ONNX file to write")
+    parser.add_argument("-o", "--output", required=True,
+                        help="ONNX file to write, or a .pt file: the float16 weights alone, a start for --init")
     quantized = parser.add_argument_group("int8 model (`klent quantize`)")
     quantized.add_argument("--quantize", choices=["int8"], help="write the int8 model, with its parity report")
     add_calibration_arguments(quantized)
@@ -56,6 +63,13 @@ def run(args: argparse.Namespace) -> int:
     if args.random == (args.checkpoint is not None):
         raise CommandError("give either a CHECKPOINT or --random (with --game), not both")
     game, model, config, info = _untrained(args) if args.random else _from_checkpoint(args)
+    if args.output.endswith(".pt"):
+        if args.quantize is not None:
+            raise CommandError("--quantize writes an ONNX model; give an output ending in .onnx")
+        parameters = count_parameters(model)
+        save_checkpoint(args.output, model.half(), game, config, training_info=info)
+        print(f"wrote {args.output}: {game.name}, {config.arch}, {parameters:,} float16 weights, a start for --init")
+        return 0
     if args.quantize is None:
         export_onnx(model, game, args.output, info)
     else:

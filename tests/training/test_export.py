@@ -15,8 +15,9 @@ import klent.engine.games as games
 from klent.cli import main as klent_main
 from klent.engine.games.base import Game, State
 from klent.engine.network import MASKED_LOGIT, OnnxEvaluator
+from klent.training.checkpoint import initial_weights
 from klent.training.export import export_onnx
-from klent.training.nets import KlentNet, NetConfig, build_net, save_checkpoint
+from klent.training.nets import KlentNet, NetConfig, build_net, load_checkpoint, save_checkpoint
 from klent.training.torch_evaluator import TorchEvaluator
 
 TOLERANCE = 1e-4
@@ -193,6 +194,30 @@ def test_klent_export_checkpoint(tmp_path: Path, capsys) -> None:
     positions = random_positions(game, 10, seed=9)
     torch_result = TorchEvaluator(model, game, device="cpu").evaluate(positions)
     assert_same_evaluation(from_checkpoint.evaluate(positions), torch_result)
+
+
+def test_klent_export_float16_weights_start_a_run(tmp_path: Path, capsys) -> None:
+    game = games.get("countup")
+    config = NetConfig(blocks=2, channels=32)
+    model = trained_looking_net(game, config, seed=8)
+    optimizer = torch.optim.Adam(model.parameters())
+    model(torch.zeros(1, *game.observation_shape)).policy_logits.sum().backward()
+    optimizer.step()  # the moments a trainer's checkpoint carries
+    info = {"algorithm": "distill", "iterations": "7"}
+    save_checkpoint(tmp_path / "ckpt.pt", model, game, config, training_info=info,
+                    optimizer=optimizer.state_dict())
+    assert klent_main(["export", str(tmp_path / "ckpt.pt"), "-o", str(tmp_path / "w.pt")]) == 0
+    assert "float16 weights" in capsys.readouterr().out
+    assert (tmp_path / "w.pt").stat().st_size < (tmp_path / "ckpt.pt").stat().st_size / 4
+    weights = load_checkpoint(tmp_path / "w.pt")
+    assert weights.config == config and weights.extra == {"training_info": info}
+    assert initial_weights(tmp_path / "w.pt", game, config).keys() == model.state_dict().keys()
+    positions = random_positions(game, 10, seed=9)
+    full = TorchEvaluator(model, game, device="cpu").evaluate(positions)
+    half = TorchEvaluator(weights.model, game, device="cpu").evaluate(positions)
+    assert np.allclose(half.policy_logits, full.policy_logits, atol=1e-2)
+    assert np.allclose(half.action_values, full.action_values, atol=1e-2)
+    assert not np.array_equal(half.action_values, full.action_values)  # rounded to float16, not copied
 
 
 @pytest.mark.parametrize(
