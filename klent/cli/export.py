@@ -1,4 +1,4 @@
-"""`klent export`: a training checkpoint (or an untrained network) -> an ONNX model file.
+"""`klent export`: a training checkpoint (or an untrained network) -> an ONNX model file (or float16 weights).
 
     klent export runs/go9/checkpoint.pt -o weights/go9.onnx
     klent export runs/chess-8x96/checkpoint.pt -o weights/training/chess-8x96/weights.pt
@@ -10,8 +10,8 @@ learnt on Gardner chess plays 8x8 chess unchanged (the paper's zero-shot transfe
 training facts then say which board it learnt on (``trained_on``).
 
 An output ending in ``.pt`` is a checkpoint instead: the network alone, in float16, with its
-training facts and no optimiser state, which a later run starts from with ``--init``.  It is a
-third to a sixth of the trainer's ``checkpoint.pt`` (Adam keeps two float32 moments a weight),
+training facts and no optimiser state, which a later run starts from with ``--init``.  It is about
+a sixth of the trainer's ``checkpoint.pt`` (Adam keeps two float32 moments a weight),
 small enough to commit for a network that would not fit the repository otherwise.
 
 ``--random`` exports a freshly initialised (seeded) network: a stand-in model for tests and
