@@ -62,10 +62,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.random == (args.checkpoint is not None):
         raise CommandError("give either a CHECKPOINT or --random (with --game), not both")
+    if args.quantize is not None and args.output.endswith(".pt"):
+        raise CommandError("--quantize writes an ONNX model; give an output ending in .onnx")
     game, model, config, info = _untrained(args) if args.random else _from_checkpoint(args)
     if args.output.endswith(".pt"):
-        if args.quantize is not None:
-            raise CommandError("--quantize writes an ONNX model; give an output ending in .onnx")
         parameters = count_parameters(model)
         save_checkpoint(args.output, model.half(), game, config, training_info=info)
         print(f"wrote {args.output}: {game.name}, {config.arch}, {parameters:,} float16 weights, a start for --init")

@@ -220,6 +220,14 @@ def test_klent_export_float16_weights_start_a_run(tmp_path: Path, capsys) -> Non
     assert not np.array_equal(half.action_values, full.action_values)  # rounded to float16, not copied
 
 
+def test_klent_export_refuses_int8_float16_weights_before_reading(tmp_path: Path, capsys) -> None:
+    (tmp_path / "corrupt.pt").write_bytes(b"\x00garbage")  # read, it would fail with another message
+    status = klent_main(["export", str(tmp_path / "corrupt.pt"), "--quantize", "int8", "-o", str(tmp_path / "w.pt")])
+    err = capsys.readouterr().err
+    assert status == 2 and "--quantize writes an ONNX model" in err and err.count("\n") == 1
+    assert not (tmp_path / "w.pt").exists()
+
+
 @pytest.mark.parametrize(
     ("make_args", "message"),
     [
