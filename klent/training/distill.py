@@ -93,7 +93,8 @@ class LabelledSet:
             raise ValueError(f"{folder} holds {config.game} positions, not {game.name}")
         obs = PackedPlanes.empty(manifest.positions, game.observation_shape)
         legal = np.empty((manifest.positions, (game.num_actions + 7) // 8), dtype=np.uint8)
-        starts, actions, values, validation = [np.zeros(1, np.int64)], [], [], []
+        starts: list[np.ndarray] = []  # each shard's label starts, from 0
+        actions, values, validation = [], [], []
         owners, scores = [], []  # Go
         replay = rules(config.game)
         row = 0
@@ -120,19 +121,19 @@ class LabelledSet:
                     owners.append(owned.astype(np.int8))
                     shard_scores.append(score)
                 shard_starts, shard_actions, shard_values = go_q_targets(shard, np.array(shard_scores), score_scale)
-                starts.append(shard_starts[1:] + starts[-1][-1])
+                starts.append(shard_starts)
                 actions.append(shard_actions)
                 values.append(shard_values)
                 scores.extend(shard_scores)
             else:
-                starts.append(shard["label_start"][1:] + starts[-1][-1])
+                starts.append(shard["label_start"])
                 actions.append(shard["action"].astype(np.int64))
                 values.append(shard["value"])
         bar.close()
         return cls(
             obs=obs.take(row),
             legal=legal[:row],
-            label_start=np.concatenate(starts),
+            label_start=joined_starts(starts),
             action=np.concatenate(actions) if actions else np.zeros(0, np.int64),
             value=np.concatenate(values) if values else np.zeros(0, np.float32),
             validation=np.array(validation, dtype=bool),
@@ -154,13 +155,10 @@ class LabelledSet:
         if len({part.value_scale for part in parts}) > 1:
             raise ValueError("these labelled sets value moves on different scales (centipawns and outcomes): "
                              "fit them apart")
-        starts = [np.zeros(1, np.int64)]
-        for part in parts:
-            starts.append(part.label_start[1:] + starts[-1][-1])
         return cls(
             obs=PackedPlanes.concatenate([part.obs for part in parts]),
             legal=np.concatenate([part.legal for part in parts]),
-            label_start=np.concatenate(starts),
+            label_start=joined_starts([part.label_start for part in parts]),
             action=np.concatenate([part.action for part in parts]),
             value=np.concatenate([part.value for part in parts]),
             validation=np.concatenate([part.validation for part in parts]),
@@ -174,6 +172,17 @@ class LabelledSet:
         """The labelled actions of position ``index`` and their values."""
         start, end = self.label_start[index], self.label_start[index + 1]
         return self.action[start:end], self.value[start:end]
+
+
+def joined_starts(parts: list[np.ndarray]) -> np.ndarray:
+    """The label starts of ragged label lists laid end to end: each of ``parts`` starts at 0 and
+    ends at its number of labels (a part may hold no position: a game resigned in its opening)."""
+    joined = [np.zeros(1, np.int64)]
+    labels = 0
+    for part in parts:
+        joined.append(part[1:].astype(np.int64) + labels)
+        labels += int(part[-1])
+    return np.concatenate(joined)
 
 
 def _set_game(folder: str, game: Game, board_sizes: tuple[int, ...]) -> Game:

@@ -28,6 +28,7 @@ from klent.training.distill import (
     LabelledSet,
     batches,
     distill_loss,
+    joined_starts,
     to_samples,
     validation_metrics,
 )
@@ -429,6 +430,15 @@ def test_a_teachers_resignation_ends_its_game_counted_as_it_stands(tmp_path: Pat
     white = 8 if resign_at == 17 else 18  # H1-H8 (H9 opens White's side to the middle), or all of H and J
     assert record.result == 36 - white - 7.5
     assert len(record.hashes) == len(record.teacher_moves) == (resign_at if kept else 0)
+
+
+def test_label_starts_join_across_a_part_without_positions() -> None:
+    """A shard can hold no position (its game's positions were all seen before, or it was
+    resigned in the opening); the parts after it keep their offsets."""
+    parts = [np.array([0, 2, 5]), np.array([0]), np.array([0, 1, 4])]
+    np.testing.assert_array_equal(joined_starts(parts), [0, 2, 5, 6, 9])
+    np.testing.assert_array_equal(joined_starts([np.array([0]), np.array([0, 3])]), [0, 3])
+    np.testing.assert_array_equal(joined_starts([]), [0])
 
 
 def test_pachi_teaches_by_its_moves_and_its_judgement_of_the_end(tmp_path: Path, pachi_path: str) -> None:
