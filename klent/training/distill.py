@@ -176,7 +176,8 @@ class LabelledSet:
 
 def joined_starts(parts: list[np.ndarray]) -> np.ndarray:
     """The label starts of ragged label lists laid end to end: each of ``parts`` starts at 0 and
-    ends at its number of labels (a part may hold no position: a game resigned in its opening)."""
+    ends at its number of labels; a part may hold no position (a shard whose games' positions were
+    all seen before)."""
     joined = [np.zeros(1, np.int64)]
     labels = 0
     for part in parts:
