@@ -12,8 +12,9 @@
 # CONCURRENCY=2 plays two games of each match at once instead (`klent match --concurrency`),
 # klent again with one thread: one setting in half the time.
 #
-# OPENINGS=FILE starts the games from balanced openings, each with both colours (klent and
-# GNU Go are deterministic: without openings whole games repeat); e.g.
+# OPENINGS=FILE starts the games from balanced openings, each with both colours (klent, reactive or
+# at fixed simulations, is deterministic, and `klent match` gives GNU Go game N's random seed:
+# without openings whole games repeat); e.g.
 # OPENINGS=benchmarks/openings/go9-50.txt (`klent openings --game go9 --count 50 --plies 4`).
 # FIRST_OPENING=N starts from the file's opening N (0 = the first; `klent match --first-opening`),
 # to go on with a row an earlier run played from the start, e.g. in a new session whose runs/

@@ -8,6 +8,11 @@
   per move plus ``grace`` loses the game for the engine at fault.  ``resign`` loses.
 * Each engine gets ``time_settings 0 T 1`` (T seconds per move, Canadian byo-yomi of one stone)
   and a ``time_left`` before each move, T in GTP's whole seconds (`gtp_seconds`).
+* Each engine and the referee get ``set_random_seed N`` for game N (0-based) where they know the
+  command: GNU Go otherwise seeds itself from the clock and chooses among moves it values alike
+  at random, so a replayed match would play other games (an engine without the command plays on).
+  Without a clock (``time_per_move`` 0) GNU Go then plays game N alike in every match, and
+  `klent bench paired` compares two models against the same opponent game by game.
 * The record is an SGF.
 """
 
@@ -92,10 +97,10 @@ class GoArena(ProcessArena[GtpProcess]):
         # Set up both engines and the referee; an engine failing here forfeits.
         for colour in (0, 1):
             try:
-                self._setup(self._engine(seat[colour]), timed=True)
+                self._setup(self._engine(seat[colour]), index, timed=True)
             except EngineError as error:
                 return forfeit(colour, f"setup failed: {short_error(error)}", failed=True)
-        self._setup(self.referee, timed=False)
+        self._setup(self.referee, index, timed=False)
         # The opening's moves go to everyone as if played; an engine refusing one forfeits.
         for text in [] if opening is None else opening[1].split():
             colour = state.to_play
@@ -161,10 +166,14 @@ class GoArena(ProcessArena[GtpProcess]):
             dead[seat[0] if board[rules.parse_vertex(vertex)] == 1 else seat[1]] += 1
         return finish(winner, f"{reason}, referee score", score, dead)
 
-    def _setup(self, process: GtpProcess, timed: bool) -> None:
+    def _setup(self, process: GtpProcess, index: int, timed: bool) -> None:
         process.send(f"boardsize {self.rules.size}")
         process.send("clear_board")
         process.send(f"komi {self.rules.komi:g}")
+        try:
+            process.send(f"set_random_seed {index}")
+        except GtpFailure:
+            pass  # an engine without the command keeps its own randomness
         if timed and self.config.time_per_move:
             try:
                 process.send(f"time_settings 0 {gtp_seconds(self.config.time_per_move)} 1")

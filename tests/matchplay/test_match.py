@@ -110,6 +110,28 @@ def test_match_between_deterministic_engines_reports_its_repeated_games_and_resu
     assert (out / "games.jsonl").read_text() == log
 
 
+def test_gnugo_plays_each_game_alike_when_the_match_is_played_again(gnugo_path, tmp_path) -> None:
+    """GNU Go seeds itself from the clock unless told a seed: the arena sends game N's, so a
+    replayed match repeats its games one by one (four unseeded replays of a 40-move GNU Go game
+    here gave three different games)."""
+    gnugo = f"{gnugo_path} --mode gtp --level 0"
+    digests = []
+    for name in ("first", "again"):
+        out = tmp_path / name
+        completed = subprocess.run(
+            [sys.executable, "-m", "klent", "match", "--engine1", gnugo, "--engine2", gnugo, "--game", "go9",
+             "--games", "4", "--max-moves", "40", "--referee", f"{gnugo_path} {CHEAP_REFEREE}", "--out", str(out)],
+            capture_output=True, text=True, timeout=300,
+        )
+        assert completed.returncode == 0, completed.stderr
+        games = sorted((json.loads(line) for line in (out / "games.jsonl").read_text().splitlines()),
+                       key=lambda g: g["game"])
+        assert [g["game"] for g in games] == [1, 2, 3, 4]
+        digests.append([g["digest"] for g in games])
+    assert digests[0] == digests[1]
+    assert digests[0][0] != digests[0][2]  # same colours, another game's seed
+
+
 def test_match_against_gnugo_ends_with_legal_moves_and_a_referee_result(
     untrained_model, gnugo_path, tmp_path
 ) -> None:
