@@ -89,6 +89,7 @@ class GtpEngine:
         self.out = out
         self.clock = GameClock(margin=config.time_margin)
         self._players: dict[int, Player] = {}
+        self._seed = config.seed  # `set_random_seed` replaces it for every board size
         self._input_ready = threading.Event()  # set while an input line waits to be handled
         self._stream_begun = False  # the streaming command being answered has written its `=` line
         # The board sizes there are files for, fixed for the session (`boardsize` refuses the others).
@@ -112,6 +113,7 @@ class GtpEngine:
             "fixed_handicap": lambda args: self.cmd_handicap(args, self.game.fixed_handicap_points),
             "place_free_handicap": lambda args: self.cmd_handicap(args, self.game.free_handicap_points),
             "set_free_handicap": self.cmd_set_free_handicap,
+            "set_random_seed": self.cmd_set_random_seed,
             "time_settings": self.cmd_time_settings,
             "kgs-time_settings": self.cmd_kgs_time_settings,
             "time_left": self.cmd_time_left,
@@ -247,7 +249,7 @@ class GtpEngine:
                     options=self.options,
                     threads=self.config.threads,
                     device=self.config.device,
-                    seed=self.config.seed,
+                    seed=self._seed,
                     td_weights=self.config.td_weights,
                 )
             except (OSError, ValueError) as error:  # every load failure (`Player.load`)
@@ -348,6 +350,18 @@ class GtpEngine:
         return " ".join(self.game.vertex(p) for p in points)
 
     # --- commands: time -------------------------------------------------------------------
+
+    def cmd_set_random_seed(self, args: list[str]) -> str:
+        """GNU Go's command: the seed of the random choices (``--gumbel-scale`` noise, TD
+        search), so that a match that sends each game's seed replays its games."""
+        try:
+            seed = gtp_int(one_arg(args))
+        except ValueError:
+            raise GtpError("syntax error") from None
+        self._seed = seed
+        for player in self._players.values():
+            player.reseed(seed)
+        return ""
 
     def cmd_time_settings(self, args: list[str]) -> str:
         if len(args) != 3:

@@ -30,6 +30,23 @@ def test_gumbel_noise_varies_the_moves_and_stays_reproducible(untrained_model) -
     assert first_moves(model, "--gumbel-scale", "1") == noisy  # a seed replays its game
 
 
+def test_set_random_seed_replays_each_game_of_one_session(untrained_model) -> None:
+    """GNU Go's `set_random_seed`, which `klent match` sends before each game: one process
+    started with another seed plays each seed's first move as a process started with it does."""
+    model = untrained_model("go9")
+    games = "".join(f"clear_board\nset_random_seed {seed}\ngenmove b\n" for seed in (1, 2, 3, 4, 1))
+    done = subprocess.run(
+        [sys.executable, "-m", "klent", "gtp", "--model", model, "--simulations", "8", "--seed", "99",
+         "--gumbel-scale", "1"],
+        input=f"boardsize 9\n{games}set_random_seed x\nquit\n", capture_output=True, text=True, timeout=120,
+    )
+    replies = [line for line in done.stdout.splitlines() if line.startswith(("=", "?"))]
+    moves = [reply[1:].strip() for reply in replies[3:-2:3]]
+    noisy = first_moves(model, "--gumbel-scale", "1")
+    assert moves == [*noisy, noisy[0]]
+    assert replies[-2] == "? syntax error"
+
+
 def test_a_bad_gumbel_scale_is_a_one_line_error(untrained_model) -> None:
     command = [sys.executable, "-m", "klent", "gtp", "--model", untrained_model("go9"), "--gumbel-scale", "nan"]
     done = subprocess.run(command, input="", capture_output=True, text=True, timeout=60)

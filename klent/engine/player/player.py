@@ -169,6 +169,15 @@ class Player:
             self._state = state
         return state
 
+    def reseed(self, seed: int) -> None:
+        """Draw the random choices from ``seed`` from now on, as if the player had been made
+        with it: root Gumbel noise, moves sampled at a temperature and TD search's simulations."""
+        with self._lock:
+            self._seed = seed
+            self._rng.bit_generator.state = np.random.default_rng(seed).bit_generator.state
+            for mover in self._td.values():
+                mover.reseed(seed)
+
     def play(self, action: int) -> State:
         """Play ``action`` in the current position (tree kept)."""
         return self.set_position(self._initial, [*self._actions, int(action)])

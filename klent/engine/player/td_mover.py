@@ -73,6 +73,10 @@ class TdMover:
             go_state(state), opts.simulations, opts.time, stop, candidates, first_moves)
         return _search_result(chosen, prior)
 
+    def reseed(self, seed: int) -> None:
+        """Search with ``seed`` from the next move on (a search of another seed is made anew)."""
+        self._seed = seed
+
     def new_game(self) -> None:
         """Forget the transient memory: the next position is of another game."""
         if self._search is not None:
