@@ -349,8 +349,6 @@ class GtpEngine:
         self._commit(self.game.setup_state(black=points, to_play=1))
         return " ".join(self.game.vertex(p) for p in points)
 
-    # --- commands: time -------------------------------------------------------------------
-
     def cmd_set_random_seed(self, args: list[str]) -> str:
         """GNU Go's command: the seed of the random choices (``--gumbel-scale`` noise, TD
         search), so that a match that sends each game's seed replays its games."""
@@ -362,6 +360,8 @@ class GtpEngine:
         for player in self._players.values():
             player.reseed(seed)
         return ""
+
+    # --- commands: time -------------------------------------------------------------------
 
     def cmd_time_settings(self, args: list[str]) -> str:
         if len(args) != 3:
