@@ -180,6 +180,14 @@ class GtpProcess(EngineProcess):
             raise GtpFailure(command, text)
         return text
 
+    def send_optional(self, command: str, timeout: float | None = 60.0) -> str | None:
+        """`send` for a command not every engine knows (``set_random_seed``, the clock's): the
+        reply, or None when the engine refuses it (a crash or a timeout is raised as by `send`)."""
+        try:
+            return self.send(command, timeout)
+        except GtpFailure:
+            return None
+
 
 class UciProcess(EngineProcess):
     """One UCI engine subprocess: the handshake, options, and one ``bestmove`` per `best_move`.

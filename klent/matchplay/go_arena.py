@@ -120,10 +120,9 @@ class GoArena(ProcessArena[GtpProcess]):
             mover = self._engine(seat[colour])
             colour_word = "bw"[colour]
             if config.time_per_move:
+                seconds = gtp_seconds(config.time_per_move)
                 try:
-                    mover.send(f"time_left {colour_word} {gtp_seconds(config.time_per_move)} 1", timeout=timeout)
-                except GtpFailure:
-                    pass  # time_left is optional for an engine
+                    mover.send_optional(f"time_left {colour_word} {seconds} 1", timeout=timeout)
                 except EngineError as error:
                     return forfeit(colour, short_error(error), failed=True)
             start = time.monotonic()
@@ -170,15 +169,10 @@ class GoArena(ProcessArena[GtpProcess]):
         process.send(f"boardsize {self.rules.size}")
         process.send("clear_board")
         process.send(f"komi {self.rules.komi:g}")
-        try:
-            process.send(f"set_random_seed {index}")
-        except GtpFailure:
-            pass  # an engine without the command keeps its own randomness
+        process.send_optional(f"set_random_seed {index}")  # without it an engine keeps its own randomness
         if timed and self.config.time_per_move:
-            try:
-                process.send(f"time_settings 0 {gtp_seconds(self.config.time_per_move)} 1")
-            except GtpFailure:
-                pass  # an engine without a clock still has to answer in time
+            # an engine without a clock still has to answer in time
+            process.send_optional(f"time_settings 0 {gtp_seconds(self.config.time_per_move)} 1")
 
 
 def gtp_engine_name(name: str, version: str) -> str:

@@ -52,10 +52,7 @@ def play_labelled_go_game(
     teacher.send(f"boardsize {game.size}")
     teacher.send("clear_board")
     teacher.send(f"komi {game.komi:g}")
-    try:
-        teacher.send(f"set_random_seed {index}")
-    except GtpFailure:
-        pass  # an engine without it plays its own way
+    teacher.send_optional(f"set_random_seed {index}")  # an engine without it plays its own way
     lists_moves = teacher.send("known_command top_moves_black") == "true"
     resigned: str | None = None  # the colour that resigned
     while not state.is_terminal and state.move_number < config.max_plies:
