@@ -1,7 +1,7 @@
 """`klent export`: a training checkpoint (or an untrained network) -> an ONNX model file (or float16 weights).
 
     klent export runs/go9/checkpoint.pt -o weights/go9.onnx
-    klent export runs/chess-8x96/checkpoint.pt -o weights/training/chess-8x96/weights.pt
+    klent export runs/chess/checkpoint.pt -o weights/training/chess/checkpoint.pt
     klent export --random --game go9 --blocks 6 --channels 64 -o /tmp/go9-untrained.onnx
     klent export runs/gardner-gateau/checkpoint.pt --game chess -o /tmp/gateau-chess.onnx
 

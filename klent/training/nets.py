@@ -56,8 +56,8 @@ HEADS = ("fc", "conv", "board")
 
 # Keys of a checkpoint that `save_checkpoint` owns; everything else is the caller's.
 _RESERVED_KEYS = frozenset({"model", "net_config", "game", "encoder_version"})
-# The largest checkpoint read, as a file and inflated: a chess run's checkpoint.pt (the 6x64 net,
-# optimiser and all) is 7 MB, so a net a hundred times its size would still fit.  Listing a zip's
+# The largest checkpoint read, as a file and inflated: a chess run's checkpoint.pt (the 8x96 net,
+# optimiser and all) is 19 MB, so a net fifty times its size would still fit.  Listing a zip's
 # members to sum them costs about 600 bytes each: a file of this size that is all index, GBs.
 MAX_CHECKPOINT_BYTES = 1 << 30
 
