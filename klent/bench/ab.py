@@ -18,9 +18,13 @@ each, and the pooled result is printed after the per-opponent ones.
 ``random`` in place of an opponent's file is the uniformly random legal mover: the floor a
 model of a new board (a zero-shot transfer, an early snapshot) is first measured against.
 
+``--game`` plays another game than the first model's own: a Go size that models with board
+heads serve (a network trained on 13x13 and 19x19 against one trained on 13x13 alone).
+
     klent bench ab runs/ab/s1/latest.onnx runs/ab/s0/latest.onnx --games 400
     klent bench ab runs/go9/latest.onnx runs/go9/snapshots/*.onnx --games 200
     klent bench ab /tmp/gateau-chess.onnx random --games 100
+    klent bench ab runs/mixed/latest.onnx runs/only13/latest.onnx --game go13
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+import klent.engine.games
 from klent.engine.games.base import State
 from klent.engine.network import OnnxEvaluator
 from klent.engine.player import Player, PlayOptions
@@ -58,14 +63,18 @@ def reactive_agent(evaluator: OnnxEvaluator) -> Agent:
 RANDOM = "random"  # the opponent name of the uniformly random legal mover
 
 
-def head_to_head(first: Path, second: Path, games: int, opening_plies: int, seed: int) -> MatchSummary:
-    """``first``'s results against ``second`` (an ONNX model of the same game, or `RANDOM`)."""
-    one = OnnxEvaluator(first)
+def head_to_head(
+    first: Path, second: Path, games: int, opening_plies: int, seed: int, game_id: str | None = None
+) -> MatchSummary:
+    """``first``'s results against ``second`` (an ONNX model of the same game, or `RANDOM`) at
+    ``game_id`` (default: ``first``'s own game)."""
+    game = None if game_id is None else klent.engine.games.get(game_id)
+    one = OnnxEvaluator(first, game=game)
     rng = np.random.default_rng(seed)
     if str(second) == RANDOM:
         opponent = random_agent(np.random.default_rng([seed, 1]))
     else:
-        two = OnnxEvaluator(second)
+        two = OnnxEvaluator(second, game=game)
         if one.game.name != two.game.name:
             raise ValueError(f"{first} plays {one.game.name} but {second} plays {two.game.name}")
         opponent = reactive_agent(two)
@@ -80,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, default=400, help="games per opponent, colours alternating")
     parser.add_argument("--opening-plies", type=int, default=4, help="random moves at the start of each game")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--game", help="game to play (default: the first model's); a Go size both models serve")
     args = parser.parse_args(argv)
     for path in (args.first, *args.second):
         if not path.is_file() and (path is args.first or str(path) != RANDOM):
@@ -89,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     summaries = []
     for opponent in args.second:
         print(f"{args.first} vs {opponent}: {args.games} games, {args.opening_plies} random opening plies")
-        summaries.append(head_to_head(args.first, opponent, args.games, args.opening_plies, args.seed))
+        try:
+            summaries.append(head_to_head(args.first, opponent, args.games, args.opening_plies, args.seed, args.game))
+        except ValueError as error:  # an unknown game, or a model that does not serve it
+            parser.error(str(error))
         print(summaries[-1].text())
     if len(summaries) > 1:
         print(f"pooled over {len(summaries)} opponents: {MatchSummary.pooled(summaries).text()}")

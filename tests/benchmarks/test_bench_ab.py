@@ -57,3 +57,18 @@ def test_the_random_mover_is_an_opponent(untrained_model, capsys: pytest.Capture
     assert "vs random: 2 games" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([str(SHIPPED_GO9), "randm"])
+
+
+def test_two_multi_size_models_meet_on_a_size_they_both_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--game`: the shipped 19x19 and 13x13 networks (board heads, both sizes) play 13x13; a
+    9x9 model is refused that size in one line."""
+    weights = SHIPPED_GO9.parent
+    summary = head_to_head(
+        weights / "go19.onnx", weights / "go13.onnx", games=2, opening_plies=2, seed=0, game_id="go13"
+    )
+    assert summary.wins + summary.losses + summary.draws == 2
+    with pytest.raises(ValueError, match="not for go13"):
+        head_to_head(SHIPPED_GO9, weights / "go13.onnx", games=2, opening_plies=0, seed=0, game_id="go13")
+    with pytest.raises(SystemExit):
+        main([str(SHIPPED_GO9), str(weights / "go13.onnx"), "--game", "go13"])
+    assert "not for go13" in capsys.readouterr().err
