@@ -42,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="td-learning: self-play games in all, those of a resumed run included (default: 100000)")
     parser.add_argument(
         "--data", metavar="FOLDER[,FOLDER...]",
-        help="labelled set(s) for --algo distill (`klent distill label --out`); several are fitted as one",
+        help="labelled set(s) for --algo distill (`klent distill label --out`); several are fitted as one; "
+             "in a KLENT run, a teacher whose action values are fitted beside the games",
     )
     parser.add_argument("--init", help="start a new run from this checkpoint.pt (e.g. a distilled net); "
                         "td-learning: from this weights .npz")

@@ -76,9 +76,15 @@ def build_algorithm(
             model = build_net(game, config.net_config())
             model.load_state_dict(initial_weights(config.init, game, config.net_config()))
             reference, reference_sha256 = TorchEvaluator(model, game, device), weights_hash(model)
+        teacher = None
+        if config.distill.data:  # a teacher's labels beside the games: their action values anchor Q
+            from klent.training.distill import Distill
+
+            teacher = Distill.load(config.distill, game, config.seed, rank, world_size, progress)
         return Klent(
             config.klent_config(), config.preset, config.selfplay.steps,
             config.selfplay.resign_threshold, ownership_targets, reference, reference_sha256,
+            teacher, config.distill.q_weight,
         )
     if config.algo == "gumbel-az":
         from klent.training.gumbel_az import GumbelAZ  # klent.engine.search is needed only by this baseline

@@ -197,6 +197,8 @@ class TrainConfig:
         self.net_config()
         if (self.ownership_head or self.score_head) and self.algo == "gumbel-az":
             raise ValueError("ownership and score heads are trained by klent and distill runs")
+        if self.algo == "gumbel-az" and self.distill.data:
+            raise ValueError("[distill] data is read by distill runs, and by klent runs as a teacher for Q")
         if self.algo != "klent" and self.selfplay.resign_threshold > 0:
             raise ValueError("selfplay.resign_threshold is a KLENT option (gumbel-az never resigns)")
         self.gumbel_az_config()

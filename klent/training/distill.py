@@ -41,7 +41,7 @@ from klent.engine.games.base import Game, State
 from klent.engine.games.go import GoGame
 from klent.engine.settings import Float, Int, Str, section
 from klent.training.fitting import Batch, Loss
-from klent.training.klent_rl import masked_log_policy
+from klent.training.klent_rl import masked_log_policy, q_squared_errors
 from klent.training.nets import NetOutputs
 from klent.training.ownership import final_targets
 from klent.training.packed import PackedPlanes
@@ -53,7 +53,9 @@ TACTIC_GAP = 0.5  # best move's value minus the second best's, in W - L, for a "
 
 @section
 class DistillConfig:
-    """The ``[distill]`` section of a training config."""
+    """The ``[distill]`` section of a training config.  A KLENT run with ``data`` fits the
+    action values of ``positions`` of its labelled positions an iteration beside its games, with
+    weight ``q_weight`` (`klent.training.klent_rl.Klent`); the policy settings go unused there."""
 
     data: Str = ""  # folder of a labelled set (`klent distill label --out`); several: "A,B"
     temperature: Annotated[Float, Field(ge=0)] = 0.05  # of the policy target softmax(Q_teacher / T); 0: one-hot best
@@ -335,14 +337,6 @@ def distill_loss(
         "policy_loss": policy_loss.detach(),
         "value_loss": value_loss.detach(),
     }
-
-
-def q_squared_errors(action_values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Per position, the mean of (Q_theta - Q_teacher)^2 over its labelled moves (``targets``
-    NaN elsewhere): each position weighs the same, however many moves it has."""
-    labelled = ~torch.isnan(targets)
-    errors = torch.where(labelled, action_values - torch.nan_to_num(targets), torch.zeros_like(targets))
-    return errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)
 
 
 @torch.no_grad()

@@ -11,7 +11,10 @@ this file:
 3. lambda-returns over alternating players (eq. 4), the targets of Q_theta;
 4. the loss CE(pi', pi_theta) + (Q_theta(S, A) - G)^2 (eq. 7);
 5. self-play: a window of moves sampled from pi' in every game slot, and its targets;
-6. `Klent`, the algorithm as the trainer runs it (`klent.training.algorithm.Algorithm`).
+6. `Klent`, the algorithm as the trainer runs it (`klent.training.algorithm.Algorithm`),
+   optionally with a teacher's labelled positions beside its games: their action values are
+   fitted too (`batch_loss`), so that Q_theta, which shapes pi', stays on what a strong engine
+   sees while the policy learns from self-play.
 The ablation presets of the paper's table 2 come first.
 
 Steps 1-3 and 5 run in numpy on self-play data (float64, log space); step 4 is torch.  The game
@@ -21,9 +24,11 @@ slots that self-play continues across iterations are shared with the Gumbel Alph
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -35,6 +40,9 @@ from klent.training.fitting import Batch, Loss
 from klent.training.nets import NetOutputs
 from klent.training.ownership import final_targets
 from klent.training.selfplay import GameSlots, Samples, StepResult, sample_actions
+
+if TYPE_CHECKING:
+    from klent.training.distill import Distill
 
 # ---------------------------------------------------------------------------------------------
 # Hyperparameters and the ablation presets (paper table 2)
@@ -188,17 +196,37 @@ def klent_loss(
 
 
 def batch_loss(
-    outputs: NetOutputs, batch: dict[str, torch.Tensor]
+    outputs: NetOutputs, batch: dict[str, torch.Tensor], teacher_weight: float = 0.0
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """`klent_loss` on a minibatch of `Samples` fields."""
-    return klent_loss(
-        outputs.policy_logits,
-        outputs.action_values,
-        batch["masks"],
-        batch["actions"],
-        batch["policy"],
-        batch["returns"],
-    )
+    """`klent_loss` on a minibatch of `Samples` fields; where the minibatch also holds teacher
+    positions (``q_targets``, value weight 0), `klent_loss` over the self-play rows plus
+    ``teacher_weight`` times the mean `q_squared_errors` of the teacher's, each a mean over its own
+    rows."""
+    if "q_targets" not in batch:
+        return klent_loss(
+            outputs.policy_logits, outputs.action_values, batch["masks"], batch["actions"], batch["policy"],
+            batch["returns"],
+        )
+    own = batch["value_weight"] > 0
+    zero = outputs.action_values.sum() * 0.0  # keeps the graph when a minibatch lacks one kind of row
+    loss, parts = zero, {"policy_loss": zero.detach(), "value_loss": zero.detach()}
+    if own.any():
+        loss, parts = klent_loss(
+            outputs.policy_logits[own], outputs.action_values[own], batch["masks"][own], batch["actions"][own],
+            batch["policy"][own], batch["returns"][own],
+        )
+    teacher = zero
+    if (~own).any():
+        teacher = q_squared_errors(outputs.action_values[~own], batch["q_targets"][~own]).mean()
+    return loss + teacher_weight * teacher, {**parts, "teacher_q_loss": teacher.detach()}
+
+
+def q_squared_errors(action_values: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per position, the mean of (Q_theta - Q_teacher)^2 over its labelled moves (``targets``
+    NaN elsewhere): each position weighs the same, however many moves it has."""
+    labelled = ~torch.isnan(targets)
+    errors = torch.where(labelled, action_values - torch.nan_to_num(targets), torch.zeros_like(targets))
+    return errors.square().sum(dim=-1) / labelled.sum(dim=-1).clamp(min=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,7 +380,13 @@ class Klent:
     """KLENT self-play (`klent.training.algorithm.Algorithm`): ``steps`` moves per game slot and
     iteration, sampled from pi' of the current network; ``preset`` names ``config`` in model
     files; ``resign_threshold``, ``ownership_targets`` and ``reference`` as in `collect`;
-    ``reference_sha256`` fingerprints the reference's weights (`klent.training.checkpoint.weights_hash`)."""
+    ``reference_sha256`` fingerprints the reference's weights (`klent.training.checkpoint.weights_hash`).
+
+    With a ``teacher`` (a run's ``[distill] data``), each iteration's samples also hold that
+    distillation's positions of the iteration, whose action values are fitted with weight
+    ``teacher_weight`` (`batch_loss`); their policy target is dropped, so the policy learns from
+    self-play alone.  Validation is then the teacher's held-out metrics.
+    """
 
     config: KlentConfig
     preset: str
@@ -361,21 +395,56 @@ class Klent:
     ownership_targets: bool = False
     reference: EncodedEvaluator | None = None
     reference_sha256: str = ""
+    teacher: Distill | None = None
+    teacher_weight: float = 1.0
     plays_games: bool = True
 
     def collect(self, slots: GameSlots, network: Callable[[], EncodedEvaluator], iteration: int) -> Samples:
-        return collect(
+        own = collect(
             slots, network(), self.config, self.steps, self.resign_threshold, self.ownership_targets, self.reference
         )
+        if self.teacher is None:
+            return own
+        return with_teacher(own, self.teacher.collect(slots, network, iteration))
 
     def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
-        return batch_loss(outputs, batch)
+        return batch_loss(outputs, batch, self.teacher_weight)
 
     def validate(self, model: torch.nn.Module, device: torch.device) -> dict[str, float]:
-        return {}
+        return {} if self.teacher is None else self.teacher.validate(model, device)
 
     def provenance(self) -> dict[str, str]:
         info = {"algorithm": f"klent:{self.preset}"}
         if self.reference is not None:
             info.update(kl_reference="init", kl_reference_sha256=self.reference_sha256)
+        if self.teacher is not None:  # the values are on the teacher's scale
+            taught = self.teacher.provenance()
+            info.update(labels=taught["labels"], value_scale=taught["value_scale"])
         return info
+
+
+def with_teacher(own: Samples, teacher: Samples) -> Samples:
+    """Self-play samples followed by a teacher's labelled positions: the teacher's rows keep
+    their Q targets and drop their policy target and return (value weight 0); the self-play
+    rows have no Q targets (NaN).  Ownership and score are kept where both kinds have them."""
+    if teacher.q_targets is None:
+        raise ValueError("teacher samples need Q targets")
+    no_targets = np.full((len(own), teacher.q_targets.shape[1]), np.nan, dtype=np.float32)
+    teacher = dataclasses.replace(teacher, policy=np.zeros_like(teacher.policy))
+    ownership = score = None
+    owners, scores = (own.ownership, teacher.ownership), (own.score, teacher.score)
+    if all(array is not None for array in (*owners, *scores)):
+        ownership, score = np.concatenate(owners), np.concatenate(scores)
+    return Samples(
+        obs=np.concatenate([own.obs, teacher.obs]),
+        masks=np.concatenate([own.masks, teacher.masks]),
+        actions=np.concatenate([own.actions, teacher.actions]),
+        policy=np.concatenate([own.policy, teacher.policy]),
+        returns=np.concatenate([own.returns, teacher.returns]),
+        value_weight=np.concatenate([own.value_weight, np.zeros(len(teacher), dtype=np.float32)]),
+        simulator_evaluations=own.simulator_evaluations,
+        stats={**own.stats, "teacher_positions": float(len(teacher))},
+        q_targets=np.concatenate([no_targets, teacher.q_targets]),
+        ownership=ownership,
+        score=score,
+    )

@@ -320,6 +320,29 @@ def test_init_starts_klent_from_a_distilled_net(labelled: Path, tmp_path: Path) 
         Trainer(dataclasses.replace(follow, channels=16), tmp_path / "shape", threads=1)
 
 
+def test_a_klent_run_fits_its_teachers_action_values_beside_its_games(labelled: Path, tmp_path: Path) -> None:
+    base = load_config(CONFIGS / "chess_cpu.toml")
+
+    def run(q_weight: float, name: str) -> dict:
+        config = dataclasses.replace(
+            base, blocks=1, channels=8, iterations=3, seed=3, game_options={"max_moves": 16},
+            selfplay=dataclasses.replace(base.selfplay, games=2, steps=4),
+            distill=DistillConfig(data=str(labelled), positions=256, q_weight=q_weight),
+            optim=OptimConfig(batch_size=32, lr=3e-3), eval=EvalConfig(every=3, games=0),
+        )
+        trainer = Trainer(config, tmp_path / name, threads=1)
+        trainer.run(progress=False)
+        trainer.close()
+        assert trainer.algorithm.provenance()["value_scale"] == "outcome"
+        return json.loads((tmp_path / name / "metrics.jsonl").read_text().splitlines()[-1])
+
+    taught, ignored = run(5.0, "taught"), run(0.0, "ignored")
+    assert taught["teacher_positions"] == 256 and taught["teacher_q_loss"] > 0
+    assert taught["val_q_mse"] < ignored["val_q_mse"]  # the teacher's held-out games, as distillation reports
+    with pytest.raises(ValueError, match="teacher for Q"):
+        dataclasses.replace(base, algo="gumbel-az", distill=DistillConfig(data=str(labelled)))
+
+
 SILENT_TEACHER = """\
 import sys
 for line in sys.stdin:

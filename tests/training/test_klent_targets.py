@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -198,6 +199,64 @@ def test_loss_is_cross_entropy_plus_squared_error() -> None:
     assert float(loss.detach()) == pytest.approx(float(ce0 + ce1) / 2 + mse, rel=1e-6)
     assert logits.grad[0, 2] == 0.0  # an illegal action's logit gets no gradient
     assert q.grad[0, 0] == 0.0 and q.grad[0, 1] != 0.0  # only the action taken is regressed
+
+
+def test_teacher_rows_regress_every_labelled_action_value_and_leave_the_policy_alone() -> None:
+    logits = torch.tensor([[1.0, 2.0, 0.0], [0.5, 0.0, 3.0]], requires_grad=True)
+    q = torch.tensor([[0.5, -0.5, 0.9], [0.1, 0.2, 0.3]], requires_grad=True)
+    nan = float("nan")
+    batch = {
+        "masks": torch.tensor([[True, True, True], [True, True, True]]),
+        "actions": torch.tensor([1, 0]),
+        "policy": torch.tensor([[0.3, 0.7, 0.0], [0.0, 0.0, 0.0]]),
+        "returns": torch.tensor([0.5, 0.0]),
+        "value_weight": torch.tensor([1.0, 0.0]),
+        "q_targets": torch.tensor([[nan, nan, nan], [0.3, nan, -0.1]]),
+    }
+    loss, parts = klent_rl.batch_loss(NetOutputs(logits, q, None, None, None), batch, teacher_weight=2.0)
+
+    own, own_parts = klent_rl.klent_loss(logits[:1], q[:1], batch["masks"][:1], batch["actions"][:1],
+                                         batch["policy"][:1], batch["returns"][:1])
+    teacher = ((0.1 - 0.3) ** 2 + (0.3 + 0.1) ** 2) / 2  # the two labelled moves, the third unlabelled
+    assert float(parts["teacher_q_loss"]) == pytest.approx(teacher, rel=1e-6)
+    assert float(parts["value_loss"]) == pytest.approx(float(own_parts["value_loss"]), rel=1e-6)
+    assert float(loss.detach()) == pytest.approx(float(own.detach()) + 2.0 * teacher, rel=1e-6)
+    loss.backward()
+    assert torch.all(logits.grad[1] == 0.0)  # the teacher's row trains no policy
+    assert q.grad[1, 1] == 0.0 and q.grad[1, 0] != 0.0 and q.grad[1, 2] != 0.0
+    assert q.grad[0, 0] == 0.0 and q.grad[0, 1] != 0.0  # self-play: only the action taken
+
+
+def test_a_minibatch_of_teacher_rows_alone_has_a_finite_loss() -> None:
+    logits = torch.zeros(1, 2, requires_grad=True)
+    q = torch.zeros(1, 2, requires_grad=True)
+    batch = {
+        "masks": torch.ones(1, 2, dtype=torch.bool), "actions": torch.tensor([0]), "policy": torch.zeros(1, 2),
+        "returns": torch.zeros(1), "value_weight": torch.zeros(1), "q_targets": torch.tensor([[1.0, -1.0]]),
+    }
+    loss, parts = klent_rl.batch_loss(NetOutputs(logits, q, None, None, None), batch, teacher_weight=1.0)
+    loss.backward()
+    assert float(loss.detach()) == pytest.approx(1.0)
+    assert float(parts["policy_loss"]) == 0.0 and float(parts["value_loss"]) == 0.0
+
+
+def test_teacher_samples_follow_the_games_with_their_q_targets_and_no_policy() -> None:
+    game = games.get("countup")
+    slots = GameSlots(game, 2, np.random.default_rng(0), archive=None)
+    model = TabularNet(game)
+    own = klent_rl.collect(slots, TorchEvaluator(model, game, "cpu"), klent_rl.KlentConfig(), steps=3)
+    taught = klent_rl.collect(slots, TorchEvaluator(model, game, "cpu"), klent_rl.KlentConfig(), steps=1)
+    targets = np.full((len(taught), game.num_actions), np.nan, dtype=np.float32)
+    targets[:, 0] = 0.25
+    taught = dataclasses.replace(taught, q_targets=targets, value_weight=np.zeros(len(taught), dtype=np.float32))
+    both = klent_rl.with_teacher(own, taught)
+    assert len(both) == len(own) + len(taught) == 8
+    assert np.isnan(both.q_targets[: len(own)]).all() and (both.q_targets[len(own):, 0] == 0.25).all()
+    assert (both.policy[len(own):] == 0).all() and np.array_equal(both.policy[: len(own)], own.policy)
+    assert both.value_weight.tolist() == [1.0] * 6 + [0.0] * 2
+    assert both.stats["teacher_positions"] == 2.0
+    with pytest.raises(ValueError, match="Q targets"):
+        klent_rl.with_teacher(own, own)
 
 
 # ---------------------------------------------------------------------------------------------

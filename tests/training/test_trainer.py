@@ -396,8 +396,8 @@ def test_a_diverging_loss_stops_the_run_and_keeps_the_last_checkpoint(
 
     finite_loss = klent_rl.batch_loss
 
-    def nan_loss(outputs, batch):  # what an exploding learning rate ends in
-        loss, parts = finite_loss(outputs, batch)
+    def nan_loss(outputs, batch, teacher_weight=0.0):  # what an exploding learning rate ends in
+        loss, parts = finite_loss(outputs, batch, teacher_weight)
         return loss * float("nan"), parts
 
     monkeypatch.setattr("klent.training.klent_rl.batch_loss", nan_loss)
