@@ -84,7 +84,7 @@ def build_algorithm(
         return Klent(
             config.klent_config(), config.preset, config.selfplay.steps,
             config.selfplay.resign_threshold, ownership_targets, reference, reference_sha256,
-            teacher, config.distill.q_weight,
+            teacher,
         )
     if config.algo == "gumbel-az":
         from klent.training.gumbel_az import GumbelAZ  # klent.engine.search is needed only by this baseline

@@ -383,8 +383,8 @@ class Klent:
     ``reference_sha256`` fingerprints the reference's weights (`klent.training.checkpoint.weights_hash`).
 
     With a ``teacher`` (a run's ``[distill] data``), each iteration's samples also hold that
-    distillation's positions of the iteration, whose action values are fitted with weight
-    ``teacher_weight`` (`batch_loss`); their policy target is dropped, so the policy learns from
+    distillation's positions of the iteration, whose action values are fitted with the
+    distillation's ``q_weight`` (`batch_loss`); their policy target is dropped, so the policy learns from
     self-play alone.  Validation is then the teacher's held-out metrics.
     """
 
@@ -396,7 +396,6 @@ class Klent:
     reference: EncodedEvaluator | None = None
     reference_sha256: str = ""
     teacher: Distill | None = None
-    teacher_weight: float = 1.0
     plays_games: bool = True
 
     def collect(self, slots: GameSlots, network: Callable[[], EncodedEvaluator], iteration: int) -> Samples:
@@ -408,7 +407,7 @@ class Klent:
         return with_teacher(own, self.teacher.collect(slots, network, iteration))
 
     def loss(self, outputs: NetOutputs, batch: Batch) -> Loss:
-        return batch_loss(outputs, batch, self.teacher_weight)
+        return batch_loss(outputs, batch, 0.0 if self.teacher is None else self.teacher.config.q_weight)
 
     def validate(self, model: torch.nn.Module, device: torch.device) -> dict[str, float]:
         return {} if self.teacher is None else self.teacher.validate(model, device)
