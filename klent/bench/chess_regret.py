@@ -6,8 +6,9 @@ rescaling floor) helps, from a few hundred positions in minutes.  Two measuremen
 
 * ``--labels DIR``: held-out positions (validation games; ``--training``: training games) of a
   labelled set (`klent distill label --value cp`): the mean teacher regret of each setting's
-  move (the teacher's best value minus its value of the chosen move, on the set's scale) and
-  its top-1 share;
+  move (the teacher's best value minus its value of the chosen move, on the set's scale), its
+  top-1 share, and for each setting after the first its regret minus the first's on the same
+  positions, with a standard error;
 * ``--match DIR``: engine 1's moves (not the opening's) in a `klent match` folder of chess games, judged by
   Stockfish at a fixed depth (hash cleared before each search, so the judge is deterministic):
   the moves that gave away ``--blunder`` or more of tanh(cp / 543) (a blunder), and how many of
@@ -89,18 +90,26 @@ def held_out_positions(folder: Path, count: int, training: bool = False) -> list
 
 def regret_rows(player: Player, positions: list[tuple[State, dict[int, float]]],
                 settings: list[str]) -> Iterator[str]:
+    """A row per setting: its mean regret and top-1 share; after the first setting, also its
+    regret minus the first's position by position, with that mean's standard error (the
+    positions' own spread hides differences between settings that pairing shows)."""
+    first: tuple[str, np.ndarray] | None = None
     for text in settings:
         options = parse_setting(text)
-        regret, best, began = 0.0, 0, time.perf_counter()
-        for state, values in positions:
+        regrets, began = np.empty(len(positions)), time.perf_counter()
+        for i, (state, values) in enumerate(positions):
             player.set_position(state)
-            chosen = values[player.decide(options).action]
-            top = max(values.values())
-            regret += top - chosen
-            best += chosen >= top
+            regrets[i] = max(values.values()) - values[player.decide(options).action]
         n = len(positions)
-        yield (f"{text:>16}: regret {regret / n:.4f}, teacher's best {best / n:.3f}, "
+        row = (f"{text:>16}: regret {regrets.mean():.4f}, teacher's best {np.mean(regrets <= 0):.3f}, "
                f"{(time.perf_counter() - began) / n:.3f} s a move ({n} positions)")
+        if first is None:
+            first = (text, regrets)
+        elif n > 1:
+            difference = regrets - first[1]
+            error = difference.std(ddof=1) / math.sqrt(n)
+            row += f"; minus {first[0]}'s, paired: {difference.mean():+.4f} (standard error {error:.4f})"
+        yield row
 
 
 def blunder_rows(player: Player, folder: Path, games: int, depth: int, blunder: float,

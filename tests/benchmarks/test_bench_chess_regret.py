@@ -47,9 +47,15 @@ def test_held_out_positions_are_the_validation_games_with_every_labelled_move_an
     # positions are stored once in a set, so the two splits share none
     assert not {state.fen() for state, _ in positions} & {state.fen() for state, _ in trained_on}
     player = Player.load(klent.engine.games.get("chess"), untrained_model("chess"), threads=1)
-    row = next(regret_rows(player, positions, ["reactive"]))
-    regret = float(row.split("regret ")[1].split(",")[0])
-    assert 0.0 <= regret <= 2.0 and f"({len(positions)} positions)" in row
+    rows = list(regret_rows(player, positions, ["reactive", "gumbel:4", "reactive"]))
+    regrets = [float(row.split("regret ")[1].split(",")[0]) for row in rows]
+    assert all(0.0 <= regret <= 2.0 for regret in regrets) and f"({len(positions)} positions)" in rows[0]
+    assert "paired" not in rows[0]
+    # each later row: its regret minus the first's, position by position; the mean of the
+    # differences is the difference of the means, and a setting against itself differs by 0
+    paired = float(rows[1].split("paired: ")[1].split(" ")[0])
+    assert abs(paired - (regrets[1] - regrets[0])) <= 2e-4
+    assert rows[2].endswith("minus reactive's, paired: +0.0000 (standard error 0.0000)")
 
 
 def test_a_hung_queen_is_a_blunder_and_nothing_else_is(tmp_path: Path, stockfish_path: str, untrained_model) -> None:
