@@ -62,6 +62,7 @@ class DistillConfig:
     q_weight: Annotated[Float, Field(ge=0)] = 1.0
     positions: Annotated[Int, Field(ge=1)] = 8192  # positions fitted per iteration
     score_scale: Annotated[Float, Field(ge=0)] = 0.0  # Go Q targets: 0 outcome, S tanh(score/S) (`go_q_targets`)
+    teacher_value_weight: Annotated[Float, Field(ge=0, le=1)] = 0.0  # Go, outcome targets: share of the teacher's value
     best_weight: Annotated[Float, Field(ge=0, le=1)] = 0.0  # share of the policy target on the teacher's move
 
 
@@ -84,9 +85,10 @@ class LabelledSet:
         return len(self.obs)
 
     @classmethod
-    def load(cls, folder: str | Path, game: Game, progress: bool = True, score_scale: float = 0.0) -> LabelledSet:
+    def load(cls, folder: str | Path, game: Game, progress: bool = True, score_scale: float = 0.0,
+             teacher_value_weight: float = 0.0) -> LabelledSet:
         """Replay every game of the set at ``folder`` and encode its stored positions
-        (``score_scale``: Go's Q targets, see `go_q_targets`)."""
+        (``score_scale``, ``teacher_value_weight``: Go's Q targets, see `go_q_targets`)."""
         manifest = Manifest.read(Path(folder))
         if manifest is None:
             raise FileNotFoundError(f"{folder} holds no labelled set (run `klent distill label` first)")
@@ -122,7 +124,8 @@ class LabelledSet:
                     owned, score = final_targets(black_view, replay.komi, player)
                     owners.append(owned.astype(np.int8))
                     shard_scores.append(score)
-                shard_starts, shard_actions, shard_values = go_q_targets(shard, np.array(shard_scores), score_scale)
+                shard_starts, shard_actions, shard_values = go_q_targets(
+                    shard, np.array(shard_scores), score_scale, teacher_value_weight)
                 starts.append(shard_starts)
                 actions.append(shard_actions)
                 values.append(shard_values)
@@ -206,14 +209,19 @@ def _set_game(folder: str, game: Game, board_sizes: tuple[int, ...]) -> Game:
 
 
 def go_q_targets(
-    shard: dict[str, np.ndarray], scores: np.ndarray, score_scale: float
+    shard: dict[str, np.ndarray], scores: np.ndarray, score_scale: float, teacher_value_weight: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Go's Q targets for one shard's positions: label starts (one more entry at the end),
     actions and values.
 
     ``score_scale`` 0: one label a position, the game's outcome (+-1 for the mover) on the
-    teacher's move.  Those targets saturate (a network fit to them reads +-1 on every move of a
-    decided-looking position).  ``score_scale`` S > 0: every move the teacher listed gets
+    teacher's move, or, with ``teacher_value_weight`` w > 0 where the teacher valued its move
+    (Pachi's win rate, the shard's ``teacher_value``), (1 - w) * outcome + w * that value.  The
+    outcome is one number for all of a game's positions, which a network can learn by heart from
+    a few thousand games; the teacher's value is each position's own.  Outcome targets saturate
+    (a network fit to them reads +-1 on every move of a decided-looking position).
+
+    ``score_scale`` S > 0: every move the teacher listed gets
     tanh((final score - its shortfall) / S), the shortfall being how many of the teacher's
     points (GNU Go's move values) it is worth less than the best listed move -- the score the
     game would have ended with had that move been played, squashed so that a won-by-40 position
@@ -223,7 +231,11 @@ def go_q_targets(
     """
     if score_scale <= 0:
         count = len(shard["ply"])
-        return np.arange(count + 1), shard["teacher_action"].astype(np.int64), shard["outcome"]
+        targets = shard["outcome"].astype(np.float32)
+        if teacher_value_weight > 0 and "teacher_value" in shard:
+            valued = np.isfinite(shard["teacher_value"])
+            targets[valued] += teacher_value_weight * (shard["teacher_value"][valued] - targets[valued])
+        return np.arange(count + 1), shard["teacher_action"].astype(np.int64), targets
     start = shard["label_start"]
     listed = shard["value"]
     values = np.empty(len(listed), dtype=np.float32)
@@ -435,7 +447,8 @@ class Distill:
             wanted = _set_game(folder, game, board_sizes)
             games.setdefault(wanted.name, wanted)
             by_game.setdefault(wanted.name, []).append(
-                LabelledSet.load(folder, wanted, progress=show, score_scale=config.score_scale))
+                LabelledSet.load(folder, wanted, progress=show, score_scale=config.score_scale,
+                                 teacher_value_weight=config.teacher_value_weight))
         names = [name for name, parts in by_game.items() if parts]
         sets = tuple(LabelledSet.join(by_game[name]) for name in names)
         return cls(config, sets, tuple(games[name] for name in names), seed, rank, world_size)

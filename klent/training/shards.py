@@ -100,8 +100,9 @@ class LabelledGame:
 
     Chess: ``actions``/``values`` are every legal move and its W - L.  Go: they are GNU Go's
     ``top_moves`` and its move values (in points, GNU Go's own scale, not a win probability),
-    and the game also has the teacher's move per position, the final result and the final
-    owner of every point (+1 Black, -1 White, 0 neither; dead stones are the captor's).
+    and the game also has the teacher's move per position (with the teacher's own W - L value of
+    it where it gives one: Pachi's win rate), the final result and the final owner of every
+    point (+1 Black, -1 White, 0 neither; dead stones are the captor's).
     """
 
     index: int
@@ -111,6 +112,7 @@ class LabelledGame:
     values: list[np.ndarray]  # per position: their values, same order
     nodes: int = 0  # the teacher's nodes over the game (chess; for the throughput report)
     teacher_moves: list[int] = field(default_factory=list)  # Go: the teacher's move per position
+    teacher_values: list[float] = field(default_factory=list)  # Go: its value of that move (W - L), or NaN
     result: float = 0.0  # Go: final score from Black's view (komi included), the referee's
     ownership: np.ndarray | None = None  # Go: int8[points], the final owners
     first_ply: int = 0  # ply of the first labelled position (Go: after the random opening)
@@ -163,10 +165,11 @@ def shard_arrays(
     Layout: ``game_index``/``game_moves`` per game (moves as one space-separated string);
     per position ``position_game`` (row in the shard's games), ``ply``, ``hash``,
     ``label_start`` (offset of its labels; one more entry at the end); per label ``action``
-    and ``value``.
+    and ``value``.  Go adds per position ``teacher_action``, ``teacher_value`` (NaN where the
+    teacher gives none), ``outcome`` and ``ownership``, each from the view of the player to move.
     """
     position_game, plies, hashes, starts, actions, values = [], [], [], [0], [], []
-    teacher_actions, outcomes, owners = [], [], []  # Go only
+    teacher_actions, teacher_values, outcomes, owners = [], [], [], []  # Go only
     counts = {"positions": 0, "train_positions": 0, "validation_positions": 0, "duplicates": 0, "labels": 0}
     for row, record in enumerate(games):
         for number, key in enumerate(record.hashes):
@@ -184,6 +187,7 @@ def shard_arrays(
             if record.ownership is not None:  # Go: from the view of the player to move
                 mover = 1 if ply % 2 == 0 else -1
                 teacher_actions.append(record.teacher_moves[number])
+                teacher_values.append(record.teacher_values[number])
                 outcomes.append(float(np.sign(record.result)) * mover)
                 owners.append(record.ownership * mover)
             counts["positions"] += 1
@@ -202,6 +206,7 @@ def shard_arrays(
     if any(g.ownership is not None for g in games):
         points = len(next(g.ownership for g in games if g.ownership is not None))
         arrays["teacher_action"] = np.array(teacher_actions, dtype=np.int32)
+        arrays["teacher_value"] = np.array(teacher_values, dtype=np.float32)
         arrays["outcome"] = np.array(outcomes, dtype=np.float32)
         arrays["ownership"] = np.array(owners, dtype=np.int8).reshape(-1, points)
     return arrays, counts

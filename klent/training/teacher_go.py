@@ -20,6 +20,7 @@ ends with one colour owning the whole board.
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 
@@ -54,6 +55,7 @@ def play_labelled_go_game(
     teacher.send(f"komi {game.komi:g}")
     teacher.send_optional(f"set_random_seed {index}")  # an engine without it plays its own way
     lists_moves = teacher.send("known_command top_moves_black") == "true"
+    rates_moves = not lists_moves and teacher.send("known_command pachi-result") == "true"
     resigned: str | None = None  # the colour that resigned
     while not state.is_terminal and state.move_number < config.max_plies:
         colour = "bw"[state.to_play]
@@ -74,13 +76,15 @@ def play_labelled_go_game(
             record.actions.append(np.array([a for a, _ in top], dtype=np.int32))
             record.values.append(np.array([x for _, x in top], dtype=np.float32))
             record.teacher_moves.append(action)
+            record.teacher_values.append(win_value(teacher, index) if rates_moves else float("nan"))
         record.moves.append(game.vertex(action))
         state = state.play(action)
     if resigned is not None:
         record.ownership = judged_area(teacher, state)
         record.result = float(record.ownership.sum()) - game.komi
         if np.sign(record.result) != (1 if resigned == "w" else -1):  # the count disagrees: drop
-            record.hashes, record.actions, record.values, record.teacher_moves = [], [], [], []
+            record.hashes, record.actions, record.values = [], [], []
+            record.teacher_moves, record.teacher_values = [], []
         return record
     score = teacher.send("final_score", timeout=TEACHER_TIMEOUT)
     result = score_points(score)
@@ -153,6 +157,21 @@ def generated_move(teacher: GtpProcess, state: GoState, colour: str, index: int)
     if not state.legal_mask()[action]:
         raise EngineError(f"the teacher played {reply}, an illegal move here (game {index})")
     return action
+
+
+def win_value(teacher: GtpProcess, index: int) -> float:
+    """The teacher's value of the move its last ``genmove`` chose, as W - L for the side that
+    played it: Pachi's ``pachi-result`` (``colour move playouts winrate dynkomi``) read as
+    2 * winrate - 1."""
+    reply = teacher.send("pachi-result", timeout=TEACHER_TIMEOUT)
+    fields = reply.split()
+    try:
+        rate = float(fields[3])
+    except (IndexError, ValueError):
+        rate = math.nan
+    if not 0.0 <= rate <= 1.0:
+        raise EngineError(f"the teacher's pachi-result {reply!r} holds no win rate (game {index})")
+    return 2.0 * rate - 1.0
 
 
 def go_position_hash(state: GoState) -> int:

@@ -467,7 +467,9 @@ def test_label_starts_join_across_a_part_without_positions() -> None:
 def test_pachi_teaches_by_its_moves_and_its_judgement_of_the_end(tmp_path: Path, pachi_path: str) -> None:
     """A teacher without ``top_moves`` (Pachi): its ``genmove`` is the one listed move, and the
     final owners are the area of the board without the stones it lists dead, so that each
-    position's score agrees with the game's result, whether it was played out or resigned."""
+    position's score agrees with the game's result, whether it was played out or resigned.
+    Its search's win rate of each move it chose is the position's teacher value, which the Q
+    targets mix with the outcome by ``teacher_value_weight``."""
     config = teacher.LabelConfig(game="go9", teacher=f"{pachi_path} -t =500 threads=1,pondering=0,pass_all_alive",
                                  positions=20, depth=None, max_plies=200, opening_plies=4, games_per_shard=1)
     manifest = teacher.label(config, tmp_path / "pachi", jobs=1)
@@ -476,11 +478,21 @@ def test_pachi_teaches_by_its_moves_and_its_judgement_of_the_end(tmp_path: Path,
         shard = teacher.read_shard(path)
         np.testing.assert_array_equal(np.diff(shard["label_start"]), 1)  # its move alone
         np.testing.assert_array_equal(shard["action"], shard["teacher_action"])
+        rates = shard["teacher_value"]
+        assert np.isfinite(rates).all() and (np.abs(rates) <= 1).all()
     game = klent.engine.games.get("go9")
     data = LabelledSet.load(tmp_path / "pachi", game, progress=False)
     assert data.score is not None and data.ownership is not None
-    np.testing.assert_array_equal(np.sign(data.score), data.value[data.label_start[:-1]])
+    outcome = data.value[data.label_start[:-1]]
+    np.testing.assert_array_equal(np.sign(data.score), outcome)
     assert (np.abs(data.ownership).sum(axis=1) > 0).all()
+    shards = teacher.shard_paths(tmp_path / "pachi")
+    rates = np.concatenate([teacher.read_shard(path)["teacher_value"] for path in shards])
+    assert len(np.unique(rates)) > 2  # each position's own value, not one a game
+    # Pachi's win rates lean the way its games went.
+    assert np.corrcoef(rates, outcome)[0, 1] > 0
+    mixed = LabelledSet.load(tmp_path / "pachi", game, progress=False, teacher_value_weight=0.25)
+    np.testing.assert_allclose(mixed.value[mixed.label_start[:-1]], 0.75 * outcome + 0.25 * rates, rtol=1e-6)
 
 
 def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, gnugo_path: str) -> None:
@@ -498,6 +510,7 @@ def test_go_labels_hold_the_teachers_moves_result_and_ownership(tmp_path: Path, 
             start, end = shard["label_start"][position], shard["label_start"][position + 1]
             listed = shard["action"][start:end]
             assert shard["teacher_action"][position] in listed or listed.tolist() == [game.pass_action]
+            assert np.isnan(shard["teacher_value"][position])  # GNU Go values its moves in points only
             if shard["ply"][position] % 2 == 0:  # Black to move: ownership and outcome from Black's view
                 area = int(shard["ownership"][position].sum()) - game.komi
                 assert np.sign(area) == shard["outcome"][position]  # GNU Go's score is its ownership's
