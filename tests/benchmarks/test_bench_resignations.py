@@ -1,0 +1,85 @@
+"""`klent bench resignations`: engine 1's resignations of a Go match put to a judge (Pachi)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from klent.bench.resignations import main
+from klent.engine.games.go import GoGame
+from klent.engine.games.sgf import write_sgf
+from klent.matchplay.results import GameResult
+
+
+def record(folder: Path, number: int, vertices: list[str], first: int, winner: int, reason: str) -> GameResult:
+    """Game ``number`` of a match folder: its SGF from ``vertices`` and its result line."""
+    game = GoGame(9)
+    state = game.initial_state()
+    for vertex in vertices:
+        state = state.play(game.parse_vertex(vertex))
+    name = f"game-{number:03d}.sgf"
+    (folder / name).write_text(write_sgf(state, result="W+R" if winner == first else "B+R"))
+    return GameResult(game=number, first=first, winner=winner, reason=reason, result="", moves=len(vertices),
+                      record=name)
+
+
+def hopeless() -> list[str]:
+    """Black passes while White builds walls on columns C and G: Black, to move, is lost."""
+    moves = []
+    for column in "CG":
+        for row in range(1, 10):
+            moves += ["pass", f"{column}{row}"]
+    return moves
+
+
+@pytest.fixture()
+def match_folder(tmp_path: Path) -> Path:
+    results = [
+        record(tmp_path, 1, hopeless(), first=0, winner=1, reason="resignation"),  # judged: lost
+        record(tmp_path, 2, ["E5", "D4"], first=0, winner=1, reason="resignation"),  # judged: even
+        record(tmp_path, 3, ["E5", "D4", "C3"], first=1, winner=0, reason="resignation"),  # engine 1 won
+        record(tmp_path, 4, ["E5", "D4"], first=0, winner=1, reason="two passes, referee score"),
+    ]
+    (tmp_path / "games.jsonl").write_text("".join(json.dumps(asdict(result)) + "\n" for result in results))
+    return tmp_path
+
+
+def test_the_judge_resigns_a_lost_position_and_plays_on_in_an_even_one(
+    pachi_path: str, match_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(match_folder), "--judge", f"{pachi_path} -t =2000 threads=1,pondering=0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    games = {int(line.split()[1]): line.split()[2:] for line in lines[1:-1]}
+    assert sorted(games) == [1, 2]  # engine 1's resignations only
+    assert games[1] == ["b", "36", "resign"]
+    colour, moves, move, rate = games[2]
+    assert (colour, moves) == ("b", "2") and move.lower() != "resign"
+    assert 0.2 < float(rate) < 0.8
+    assert lines[-1] == "2 resignations of engine 1; the judge resigned too in 1, played on in 1 " \
+                        f"(win rates {float(rate):.2f} to {float(rate):.2f})"
+
+
+def test_a_record_with_the_other_side_to_move_is_a_one_line_error(
+    pachi_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = record(tmp_path, 1, ["E5"], first=0, winner=1, reason="resignation")  # White to move, Black resigned
+    (tmp_path / "games.jsonl").write_text(json.dumps(asdict(result)) + "\n")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--judge", f"{pachi_path} -t =500 threads=1,pondering=0"])
+    assert "the record leaves the other side to move" in capsys.readouterr().err
+
+
+def test_a_folder_that_is_no_match_or_a_judge_that_does_not_start_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--judge", "gnugo --mode gtp"])
+    assert "not a klent match folder" in capsys.readouterr().err
+    result = record(tmp_path, 1, ["E5", "D4"], first=0, winner=1, reason="resignation")
+    (tmp_path / "games.jsonl").write_text(json.dumps(asdict(result)) + "\n")
+    with pytest.raises(SystemExit):
+        main([str(tmp_path), "--judge", "no-such-judge -t 1"])
+    assert "cannot start 'no-such-judge -t 1'" in capsys.readouterr().err
