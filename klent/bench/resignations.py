@@ -34,7 +34,6 @@ JUDGE_TIMEOUT = 600.0  # seconds for the judge's move: a slow judge is the point
 class Verdict:
     """The judge's answer at one of engine 1's resignations."""
 
-    folder: str
     game: int
     colour: str  # engine 1's, "b" or "w"
     moves: int  # moves played before the resignation
@@ -68,8 +67,10 @@ def resignations(folder: Path) -> list[Resignation]:
             record = read_sgf(path.read_bytes())
         except (OSError, GameFormatError) as error:
             raise MatchFolderError(f"{path}: {error}") from None
+        if record.states[0].board().any():
+            raise MatchFolderError(f"{path}: a game from a set-up position; only games from the empty board are judged")
         colour = "bw"[len(record.moves) % 2]
-        if colour != "bw"[0 if result.first == 0 else 1]:
+        if colour != "bw"[result.first]:
             raise MatchFolderError(f"{path}: engine 1 resigned, but the record leaves the other side to move")
         found.append(Resignation(result.game, [record.game.vertex(action) for action in record.moves], colour,
                                  record.game.size, record.game.komi))
@@ -92,10 +93,9 @@ def judge_position(judge: GtpProcess, resignation: Resignation) -> tuple[str, fl
         return move, None
 
 
-def verdicts(folders: Sequence[Path], judge_command: str) -> list[Verdict]:
-    """The judge's answer at every resignation of engine 1 in ``folders``, printed as it comes."""
+def verdicts(games: Sequence[tuple[Path, Resignation]], judge_command: str) -> list[Verdict]:
+    """The judge's answer at each (match folder, resignation), printed as it comes."""
     found = []
-    games = [(folder, resignation) for folder in folders for resignation in resignations(folder)]
     with GtpProcess(judge_command) as judge:
         for folder, resignation in games:
             try:
@@ -103,7 +103,7 @@ def verdicts(folders: Sequence[Path], judge_command: str) -> list[Verdict]:
             except GtpFailure as error:
                 raise MatchFolderError(f"{folder} game {resignation.game}: the judge refused "
                                        f"the game's moves ({error})") from None
-            verdict = Verdict(str(folder), resignation.game, resignation.colour, len(resignation.moves), move, rate)
+            verdict = Verdict(resignation.game, resignation.colour, len(resignation.moves), move, rate)
             found.append(verdict)
             print(f"{folder.name:<32} {verdict.game:>4} {verdict.colour} {verdict.moves:>5} {move:>7} "
                   f"{'' if rate is None else f'{rate:.2f}'}", flush=True)
@@ -118,9 +118,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="GTP command line of the judge, e.g. "
                              "'pachi -t =20000 threads=1,pondering=0,pass_all_alive'")
     args = parser.parse_args(argv)
-    print(f"{'folder':<32} {'game':>4} c {'moves':>5} {'judge':>7} win rate")
     try:
-        found = verdicts(args.folders, args.judge)
+        games = [(folder, resignation) for folder in args.folders for resignation in resignations(folder)]
+        print(f"{'folder':<32} {'game':>4} c {'moves':>5} {'judge':>7} win rate")
+        found = verdicts(games, args.judge)
     except (MatchFolderError, EngineError, ValueError) as error:  # ValueError: the judge's command line
         parser.error(str(error))
     played_on = [verdict for verdict in found if verdict.played_on]

@@ -14,10 +14,12 @@ from klent.engine.games.sgf import write_sgf
 from klent.matchplay.results import GameResult
 
 
-def record(folder: Path, number: int, vertices: list[str], first: int, winner: int, reason: str) -> GameResult:
-    """Game ``number`` of a match folder: its SGF from ``vertices`` and its result line."""
+def record(folder: Path, number: int, vertices: list[str], first: int, winner: int, reason: str,
+           black_stones: tuple[int, ...] = ()) -> GameResult:
+    """Game ``number`` of a match folder: its SGF from ``vertices`` (after ``black_stones`` set up,
+    White to play, if any) and its result line."""
     game = GoGame(9)
-    state = game.initial_state()
+    state = game.setup_state(black_stones, to_play=1) if black_stones else game.initial_state()
     for vertex in vertices:
         state = state.play(game.parse_vertex(vertex))
     name = f"game-{number:03d}.sgf"
@@ -62,14 +64,19 @@ def test_the_judge_resigns_a_lost_position_and_plays_on_in_an_even_one(
                         f"(win rates {float(rate):.2f} to {float(rate):.2f})"
 
 
-def test_a_record_with_the_other_side_to_move_is_a_one_line_error(
-    pachi_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("vertices", "black_stones", "error"), [
+    (["E5"], (), "the record leaves the other side to move"),  # White to move, Black (engine 1) resigned
+    (["E5", "D4"], (20, 60), "only games from the empty board are judged"),  # two handicap stones
+])
+def test_a_record_the_judge_cannot_be_set_up_from_is_a_one_line_error(
+    pachi_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], vertices: list[str],
+    black_stones: tuple[int, ...], error: str
 ) -> None:
-    result = record(tmp_path, 1, ["E5"], first=0, winner=1, reason="resignation")  # White to move, Black resigned
+    result = record(tmp_path, 1, vertices, first=0, winner=1, reason="resignation", black_stones=black_stones)
     (tmp_path / "games.jsonl").write_text(json.dumps(asdict(result)) + "\n")
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--judge", f"{pachi_path} -t =500 threads=1,pondering=0"])
-    assert "the record leaves the other side to move" in capsys.readouterr().err
+    assert error in capsys.readouterr().err
 
 
 def test_a_folder_that_is_no_match_or_a_judge_that_does_not_start_is_a_one_line_error(
