@@ -23,7 +23,7 @@ BENCHMARKS = {
     "teacher_cost": "a Go teacher's CPU seconds per labelled position, by board size and level",
     "analysis_speed": "visits/s of klent analysis (KataGo's protocol) beside klent gtp's kata-analyze",
     "endings": "tablebase endings against Stockfish: KRvKR draws kept, KQvK/KRvK/KPvK wins mated",
-    "resignations": "a Go match's resignations put to a judge engine: would it have resigned there too",
+    "judge": "a judge engine on the Go games engine 1 lost: would it resign there too, where was the game lost",
 }
 
 

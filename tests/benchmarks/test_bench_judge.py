@@ -1,4 +1,4 @@
-"""`klent bench resignations`: engine 1's resignations of a Go match put to a judge (Pachi)."""
+"""`klent bench judge`: the Go games engine 1 lost, judged by Pachi (its resignations; where it lost)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from klent.bench.resignations import main
+from klent.bench.judge import main, where_lost
 from klent.engine.games.go import GoGame
 from klent.engine.games.sgf import write_sgf
 from klent.matchplay.results import GameResult
@@ -90,3 +90,35 @@ def test_a_folder_that_is_no_match_or_a_judge_that_does_not_start_is_a_one_line_
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--judge", "no-such-judge -t 1"])
     assert "cannot start 'no-such-judge -t 1'" in capsys.readouterr().err
+
+
+def test_the_trace_finds_where_a_lost_game_was_lost(
+    pachi_path: str, match_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every lost game is traced, the resigned and the counted; in the hopeless one Black's win
+    rate falls as White's walls grow and stays low to the end."""
+    judge = f"{pachi_path} -t =1000 threads=1,pondering=0,resign_threshold=0"
+    assert main([str(match_folder), "--trace", "--judge", judge]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {int(line.split()[1]): line.split()[2:] for line in lines[1:4]}
+    assert sorted(rows) == [1, 2, 4]  # engine 1 lost these three (game 3 it won)
+    colour, moves, first, lost_from, drop, at = rows[1]
+    assert (colour, moves) == ("b", "36") and float(first) > 0.3
+    assert 5 <= int(lost_from) <= 37 and float(drop) > 0 and 5 <= int(at) <= 35
+    assert rows[2] == rows[4] == ["b", "2", "-", "-"]  # no move of Black's after the 4 plies of the opening
+    assert lines[4].startswith("3 lost games of engine 1; the judge's win rate stayed below 0.3 from move")
+    assert [line.split()[1] for line in lines[-4:]] == ["1-20", "21-40", "41-60", "61"]
+
+
+def test_where_lost_is_the_move_after_the_last_reading_above_the_line() -> None:
+    assert where_lost([(5, 0.5), (7, 0.2), (9, 0.4), (11, 0.1), (13, 0.05)], 0.3) == 11
+    assert where_lost([(5, 0.5), (7, 0.2), (9, 0.4)], 0.3) is None
+    assert where_lost([(5, 0.1), (7, 0.2)], 0.3) == 5
+
+
+def test_tracing_with_a_judge_that_resigns_is_a_one_line_error(
+    pachi_path: str, match_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([str(match_folder), "--trace", "--judge", f"{pachi_path} -t =1000 threads=1,pondering=0"])
+    assert "tracing needs one that reports them and never resigns" in capsys.readouterr().err
