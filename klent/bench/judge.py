@@ -32,6 +32,7 @@ from klent.engine.games.base import GameFormatError
 from klent.engine.games.sgf import read_sgf
 from klent.matchplay.engine_process import EngineError, GtpFailure, GtpProcess
 from klent.matchplay.records import MatchFolderError, read_results
+from klent.protocols.go_text import pachi_win_rate
 
 JUDGE_TIMEOUT = 600.0  # seconds for the judge's move: a slow judge is the point
 PHASES = (20, 40, 60)  # trace summary: moves 1-20, 21-40, 41-60, 61 on
@@ -75,7 +76,8 @@ def lost_games(folder: Path, resigned: bool) -> list[LostGame]:
 
 def judge_move(judge: GtpProcess, lost: LostGame, plies: int) -> tuple[str, float | None]:
     """The judge's move for engine 1 after the game's first ``plies`` moves, and its win rate
-    where it reports one."""
+    where it reports one.  The board is set up afresh each time: Pachi refuses ``undo`` after
+    a ``genmove``."""
     for command in (f"boardsize {lost.size}", "clear_board", f"komi {lost.komi:g}"):
         judge.send(command)
     for number, vertex in enumerate(lost.moves[:plies]):
@@ -83,11 +85,7 @@ def judge_move(judge: GtpProcess, lost: LostGame, plies: int) -> tuple[str, floa
     move = judge.send(f"genmove {lost.colour}", timeout=JUDGE_TIMEOUT)
     if move.lower() == "resign" or judge.send("known_command pachi-result") != "true":
         return move, None
-    fields = judge.send("pachi-result").split()  # colour move playouts winrate dynkomi
-    try:
-        return move, float(fields[3])
-    except (IndexError, ValueError):
-        return move, None
+    return move, pachi_win_rate(judge.send("pachi-result"))
 
 
 def judged(judge: GtpProcess, lost: LostGame, plies: int) -> tuple[str, float | None]:

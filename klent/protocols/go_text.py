@@ -1,8 +1,10 @@
-"""Go positions and scores as GTP writes them: the ``showboard`` diagram and ``final_score``.
+"""Go positions and scores as GTP writes them: the ``showboard`` diagram, ``final_score`` and
+Pachi's ``pachi-result``.
 
 Vertices, handicap layouts, SGF and the board's rows belong to the rules (`klent.engine.games.go`,
 `klent.engine.games.sgf`); this module only frames the rows as a diagram, and reads a score another
-program printed (the match runner, the opening generator and teacher labelling ask GNU Go for them).
+program printed (the match runner, the opening generator and teacher labelling ask GNU Go for them)
+and the win rate Pachi reports of its last move (teacher labelling, `klent bench judge`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,17 @@ def score_points(text: str) -> float | None:
     if match is None:
         return None
     return float(match.group(2)) * (1.0 if match.group(1) == "B" else -1.0)
+
+
+def pachi_win_rate(text: str) -> float | None:
+    """The win rate in Pachi's ``pachi-result`` reply (``colour move playouts winrate dynkomi``,
+    its search's for the move its last ``genmove`` chose), None for a reply without one in [0, 1]."""
+    fields = text.split()
+    try:
+        rate = float(fields[3])
+    except (IndexError, ValueError):
+        return None
+    return rate if 0.0 <= rate <= 1.0 else None
 
 
 def board_text(state: GoState) -> str:

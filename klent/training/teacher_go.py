@@ -20,7 +20,6 @@ ends with one colour owning the whole board.
 from __future__ import annotations
 
 import hashlib
-import math
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from klent.engine.go_rules import without_stones
 from klent.engine.player import Player
 from klent.matchplay.engine_process import EngineError, GtpFailure, GtpProcess
 from klent.matchplay.openings import off_the_edge
-from klent.protocols.go_text import score_points
+from klent.protocols.go_text import pachi_win_rate, score_points
 from klent.training.dagger import student_move, student_until
 from klent.training.shards import TEACHER_TIMEOUT, LabelConfig, LabelledGame, rules
 
@@ -164,12 +163,8 @@ def win_value(teacher: GtpProcess, index: int) -> float:
     played it: Pachi's ``pachi-result`` (``colour move playouts winrate dynkomi``) read as
     2 * winrate - 1."""
     reply = teacher.send("pachi-result", timeout=TEACHER_TIMEOUT)
-    fields = reply.split()
-    try:
-        rate = float(fields[3])
-    except (IndexError, ValueError):
-        rate = math.nan
-    if not 0.0 <= rate <= 1.0:
+    rate = pachi_win_rate(reply)
+    if rate is None:
         raise EngineError(f"the teacher's pachi-result {reply!r} holds no win rate (game {index})")
     return 2.0 * rate - 1.0
 
